@@ -1,0 +1,289 @@
+/** The language client's life cycle: find the server, start it, talk to it, restart it. */
+import * as vscode from 'vscode';
+import {
+  CancellationToken,
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  Middleware,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+} from 'vscode-languageclient/node';
+import { errorMessage, ServerState, statusBarView } from './pure/format';
+import { executeParams, ServerCommands, StatusResult, Tokens } from './pure/protocol';
+import { describeLaunch, findOnPath, resolveServer, ServerLaunch } from './pure/serverCommand';
+import { explicitServerSettings, SECTION, sectionValue } from './pure/settings';
+import { activeInterpreter, onInterpreterChange, probeModule } from './python';
+
+export class ServerNotFound extends Error {}
+
+/** Hooks the extension supplies (command presentation lives in commands.ts). */
+export interface ClientHooks {
+  /** A server command run outside our own commands (code action, another extension). */
+  executeCommand?: (command: string, args: unknown[], next: (command: string, args: unknown[]) => Promise<unknown>) => Promise<unknown>;
+  onStartFailure?: (message: string, notFound: boolean) => void;
+}
+
+export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {
+  const cfg = vscode.workspace.getConfiguration(SECTION, resource);
+  return explicitServerSettings({ get: (k) => cfg.get(k), inspect: (k) => cfg.inspect(k) });
+}
+
+export class NagentClient implements vscode.Disposable {
+  client: LanguageClient | undefined;
+  launch: ServerLaunch | undefined;
+  status: StatusResult | undefined;
+  lastTokens: Tokens | undefined;
+  private state: ServerState = 'stopped';
+  private starting: Promise<LanguageClient> | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  private interpreterListener: vscode.Disposable | undefined;
+
+  constructor(
+    readonly log: vscode.LogOutputChannel,
+    readonly statusBar: vscode.StatusBarItem,
+    private readonly hooks: ClientHooks,
+  ) {
+    this.render();
+  }
+
+  render(): void {
+    const v = statusBarView(this.state, this.status?.model, this.lastTokens, this.status?.modelConfigured ?? true);
+    this.statusBar.text = v.text;
+    this.statusBar.tooltip = v.tooltip;
+    this.statusBar.show();
+  }
+
+  private setState(s: ServerState): void {
+    this.state = s;
+    this.render();
+  }
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** Start if needed and return the running client. Concurrent callers share one start. */
+  async ensure(): Promise<LanguageClient> {
+    if (this.client && this.client.state === State.Running) return this.client;
+    if (!this.starting) {
+      this.starting = this.start().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  private async resolve(): Promise<ServerLaunch> {
+    const cfg = vscode.workspace.getConfiguration(SECTION);
+    const resource = vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    const r = await resolveServer({
+      command: cfg.get<string[]>('server.command'),
+      python: cfg.get<string>('server.python'),
+      pythonExtensionInterpreter: () => activeInterpreter(resource),
+      probeModule,
+      findOnPath: (name) => findOnPath(name),
+    });
+    for (const n of r.notes) this.log.info(`server lookup: ${n}`);
+    if (!r.ok) throw new ServerNotFound(r.message);
+    return r.launch;
+  }
+
+  private middleware(): Middleware {
+    return {
+      workspace: {
+        // workspace/configuration: answer section "nagent" with the explicitly set server settings.
+        configuration: async (params, token, next) => {
+          const answers = await next(params, token);
+          if (!Array.isArray(answers)) return answers;
+          return params.items.map((item, i) => {
+            if (item.section === SECTION || item.section?.startsWith(SECTION + '.')) {
+              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+              return sectionValue(serverSettings(scope), item.section);
+            }
+            return answers[i];
+          });
+        },
+      },
+      window: {
+        // Documents the server shows (the conversation) open beside the editor.
+        showDocument: async (params, next) => {
+          if (params.external) return next(params);
+          try {
+            const uri = vscode.Uri.parse(params.uri);
+            const selection = params.selection
+              ? new vscode.Range(params.selection.start.line, params.selection.start.character, params.selection.end.line, params.selection.end.character)
+              : undefined;
+            await vscode.window.showTextDocument(uri, {
+              viewColumn: vscode.ViewColumn.Beside,
+              preserveFocus: params.takeFocus !== true,
+              preview: false,
+              selection,
+            });
+            return { success: true };
+          } catch (e) {
+            this.log.warn(`window/showDocument ${params.uri} failed: ${errorMessage(e)}`);
+            return { success: false };
+          }
+        },
+      },
+      executeCommand: async (command, args, next) => {
+        if (this.hooks.executeCommand) {
+          return this.hooks.executeCommand(command, args, (c, a) => Promise.resolve(next(c, a)));
+        }
+        return next(command, args);
+      },
+    };
+  }
+
+  private async start(): Promise<LanguageClient> {
+    this.setState('starting');
+    let launch: ServerLaunch;
+    try {
+      launch = await this.resolve();
+    } catch (e) {
+      this.setState('failed');
+      const msg = errorMessage(e);
+      this.log.error(msg);
+      this.hooks.onStartFailure?.(msg, e instanceof ServerNotFound);
+      throw e;
+    }
+    this.launch = launch;
+    this.log.info(`starting nagent-lsp: ${describeLaunch(launch)}`);
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const serverOptions: ServerOptions = {
+      command: launch.command,
+      args: launch.args,
+      options: { cwd, env: { ...process.env } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      outputChannel: this.log,
+      traceOutputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: () => serverSettings(),
+      middleware: this.middleware(),
+      connectionOptions: { maxRestartCount: 3 },
+      markdown: { isTrusted: false, supportHtml: false },
+    };
+    const client = new LanguageClient('nagent', 'nagent', serverOptions, clientOptions);
+    client.onDidChangeState((e) => {
+      this.log.info(`server state: ${State[e.oldState]} -> ${State[e.newState]}`);
+      if (e.newState === State.Stopped && this.client === client) this.setState('stopped');
+      if (e.newState === State.Running && this.client === client) this.setState('running');
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (e) {
+      this.client = undefined;
+      this.setState('failed');
+      const msg = `nagent: the server failed to start (${describeLaunch(launch)}): ${errorMessage(e)}`;
+      this.log.error(msg);
+      this.hooks.onStartFailure?.(msg, false);
+      try {
+        await client.dispose();
+      } catch {
+        /* already gone */
+      }
+      throw new Error(msg);
+    }
+    this.setState('running');
+    const cmds = client.initializeResult?.capabilities.executeCommandProvider?.commands ?? [];
+    this.log.info(`server commands: ${cmds.join(', ') || '(none)'}`);
+    this.interpreterListener?.dispose();
+    this.interpreterListener = await onInterpreterChange(() => {
+      if (this.launch?.source === 'python-extension') {
+        this.log.info('Python interpreter changed: restarting nagent-lsp');
+        void this.restart().catch(() => undefined);
+      }
+    });
+    void this.refreshStatus();
+    return client;
+  }
+
+  /** Server commands advertised in the initialize result. */
+  serverCommands(): string[] {
+    return this.client?.initializeResult?.capabilities.executeCommandProvider?.commands ?? [];
+  }
+
+  async refreshStatus(): Promise<StatusResult | undefined> {
+    try {
+      if (this.client && !this.serverCommands().includes(ServerCommands.status)) return undefined;
+      this.status = (await this.request(ServerCommands.status, {})) as StatusResult;
+      this.render();
+      return this.status;
+    } catch (e) {
+      this.log.warn(`nagent.status failed: ${errorMessage(e)}`);
+      return undefined;
+    }
+  }
+
+  /** Run a server command with its single object argument; rejects with the server's error. */
+  async request<T = unknown>(command: string, arg: Record<string, unknown>, token?: CancellationToken): Promise<T> {
+    const client = await this.ensure();
+    const advertised = this.serverCommands();
+    if (advertised.length > 0 && !advertised.includes(command)) {
+      throw new Error(`this nagent-lsp server (${this.status?.version ?? 'unknown version'}) does not provide the command ${command}`);
+    }
+    this.log.info(`→ ${command} ${JSON.stringify(arg)}`);
+    const t0 = Date.now();
+    try {
+      const result = (await client.sendRequest(ExecuteCommandRequest.type, executeParams(command, arg), token)) as T;
+      this.log.info(`← ${command} (${Date.now() - t0} ms) ${truncate(JSON.stringify(result))}`);
+      return result;
+    } catch (e) {
+      this.log.error(`← ${command} failed (${Date.now() - t0} ms): ${errorMessage(e)}`);
+      throw e;
+    }
+  }
+
+  noteTokens(t: Tokens | undefined): void {
+    if (!t) return;
+    this.lastTokens = t;
+    this.render();
+  }
+
+  /** Push changed settings (the server then pulls workspace/configuration again). */
+  async sendSettings(): Promise<void> {
+    if (!this.running || !this.client) return;
+    const settings = serverSettings();
+    this.log.info(`settings changed: ${JSON.stringify(settings)}`);
+    await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } });
+    void this.refreshStatus();
+  }
+
+  async stop(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    this.interpreterListener?.dispose();
+    this.interpreterListener = undefined;
+    if (c) {
+      try {
+        await c.dispose(5000);
+      } catch (e) {
+        this.log.warn(`stopping the server: ${errorMessage(e)}`);
+      }
+    }
+    this.setState('stopped');
+  }
+
+  async restart(): Promise<LanguageClient> {
+    if (this.starting) await this.starting.catch(() => undefined);
+    await this.stop();
+    this.status = undefined;
+    return this.ensure();
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    void this.stop();
+  }
+}
+
+function truncate(s: string | undefined, n = 2000): string {
+  if (s === undefined) return 'undefined';
+  return s.length > n ? s.slice(0, n) + `… (${s.length} chars)` : s;
+}

@@ -1,0 +1,41 @@
+/** Read-only virtual documents (history, summaries) under the `nagent-view:` scheme. */
+import * as path from 'path';
+import * as vscode from 'vscode';
+
+export const VIEW_SCHEME = 'nagent-view';
+
+export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly contents = new Map<string, string>();
+  private readonly emitter = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.emitter.event;
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.contents.get(uri.toString()) ?? '';
+  }
+
+  /** One document per (kind, file): showing it again updates it in place. */
+  async show(kind: string, file: vscode.Uri, markdown: string): Promise<vscode.TextEditor> {
+    const name = path.basename(file.fsPath || file.path) || 'untitled';
+    const uri = vscode.Uri.from({
+      scheme: VIEW_SCHEME,
+      path: `/${kind} — ${name}.md`,
+      query: new URLSearchParams({ file: file.toString() }).toString(),
+    });
+    this.contents.set(uri.toString(), markdown);
+    this.emitter.fire(uri);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    if (doc.languageId !== 'markdown') {
+      try {
+        await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+      } catch {
+        /* markdown support missing: plain text is fine */
+      }
+    }
+    return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false, preview: true });
+  }
+
+  dispose(): void {
+    this.emitter.dispose();
+    this.contents.clear();
+  }
+}

@@ -1,0 +1,3 @@
+from nagent_lsp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The one module that imports GitPython. Every call here is ONE git process, its output streamed.
+
+Why streaming through `Git.execute(..., as_process=True)`: the history pass on a big repository prints hundreds of
+megabytes; parsing while git still walks keeps both cores busy and memory flat. Never one process per commit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import git as gitpython
+
+# Pin every formatting knob a user's config could change, so the parsers see one format.
+_CONFIG = (
+    "-c", "core.quotePath=false",
+    "-c", "log.showSignature=false",
+    "-c", "color.ui=never",
+    "-c", "diff.renameLimit=0",
+    "-c", "log.follow=false",
+    "-c", "i18n.logOutputEncoding=UTF-8",
+)
+
+# Header of one commit record in our log format: \x01 hash \x1f parents \x1f name \x1f email \x1f epoch \x1f subject.
+LOG_FORMAT = "--format=%x01%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%s"
+CHUNK = 1 << 16
+
+
+class GitError(RuntimeError):
+    pass
+
+
+class GitRepository:
+    """A work tree; `root` is its toplevel. Cheap to create (no process)."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+        self._git = gitpython.Git(str(self.root))
+
+    # -- streaming -----------------------------------------------------------------------------------------------
+    def stream(self, args: list[str], stdin: bytes | None = None) -> Iterator[bytes]:
+        """Yield stdout of `git <args>` in chunks as git produces it; raises GitError on a non-zero exit."""
+        proc = self._git.execute(
+            ["git", *_CONFIG, *args],
+            as_process=True,
+            istream=subprocess.PIPE if stdin is not None else None,
+            env={"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        )
+        raw = proc.proc
+        try:
+            if stdin is not None:
+                raw.stdin.write(stdin)
+                raw.stdin.close()
+            out = raw.stdout
+            while True:
+                chunk = out.read1(CHUNK) if hasattr(out, "read1") else out.read(CHUNK)
+                if not chunk:
+                    break
+                yield chunk
+            err = raw.stderr.read() if raw.stderr else b""
+            code = raw.wait()
+        finally:
+            if raw.poll() is None:
+                raw.kill()
+                raw.wait()
+            for pipe in (raw.stdout, raw.stderr):
+                if pipe:
+                    pipe.close()
+        if code != 0:
+            raise GitError(f"git {' '.join(args[:3])} failed ({code}): {err.decode('utf-8', 'replace').strip()}")
+
+    def run(self, args: list[str], stdin: bytes | None = None) -> bytes:
+        return b"".join(self.stream(args, stdin))
+
+    # -- the queries the history capability needs -----------------------------------------------------------------
+    def log_all(self, revision: str = "HEAD", exclude: str | None = None) -> Iterator[bytes]:
+        """The whole-repository pass: every commit reachable from `revision` (minus `exclude`'s ancestors) with
+        the files it changed (-M: renames as R lines). Merges show no files (their changes count once, in the
+        commits that made them)."""
+        args = ["log", "-z", "--name-status", "-M", "--no-color", LOG_FORMAT, revision]
+        if exclude:
+            args.append(f"^{exclude}")
+        return self.stream(args + ["--"])
+
+    def log_paths(self, paths: Iterable[str], limit: int, revision: str = "HEAD") -> Iterator[bytes]:
+        """Bounded per-file query: the last `limit` non-merge commits touching any of `paths`, each with ALL the
+        files it changed (--full-diff), so renames into these paths are visible as R lines. --full-history keeps
+        history simplification from hiding commits; no --follow (never Bloom-accelerated)."""
+        args = ["log", "-z", "--name-status", "-M", "--no-color", "--full-history", "--no-merges", "--full-diff",
+                f"-n{int(limit)}", LOG_FORMAT, revision, "--", *paths]
+        return self.stream(args)
+
+    def is_ancestor(self, old: str, new: str) -> bool:
+        try:
+            self.run(["merge-base", "--is-ancestor", old, new])
+            return True
+        except GitError:
+            return False
+
+    def blame(self, path: str, revision: str = "HEAD", ignore_revs_file: Path | None = None) -> bytes:
+        args = ["blame", "--porcelain"]
+        if ignore_revs_file is not None:
+            args += ["--ignore-revs-file", str(ignore_revs_file)]
+        return self.run(args + [revision, "--", path])
+
+    def show_patches(self, hashes: list[str], paths: list[str]) -> Iterator[bytes]:
+        """One process for a batch of commits: each commit's stat + patch limited to `paths` (all the file's names,
+        so a rename shows both sides), records separated by \\x01<hash>\\n."""
+        args = ["show", "-M", "--no-color", "--no-ext-diff", "--stat", "--patch", "--format=%x01%H", *hashes,
+                "--", *paths]
+        return self.stream(args)
+
+    def rev_parse(self, rev: str = "HEAD") -> str | None:
+        try:
+            return self.run(["rev-parse", "--verify", "-q", rev]).decode().strip() or None
+        except GitError:
+            return None
+
+
+def git_available() -> bool:
+    try:
+        gitpython.Git().version_info
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "no usable git"
+        return False
+
+
+def toplevel(directory: Path | str) -> Path | None:
+    """The work tree holding `directory`, found without a process (walk up to a `.git` dir or gitdir file)."""
+    path = Path(os.path.abspath(directory))
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None

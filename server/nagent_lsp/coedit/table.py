@@ -1,0 +1,76 @@
+"""Co-edit table: which other files changed in the same commits as a file, and how often.
+
+Rules (DESIGN §6): over the file's most recent commits, count each other file once per shared commit; skip changesets
+with more than `max_changeset_files` files (mass reformats and renames would couple everything with everything) and
+commits listed in `.git-blame-ignore-revs`; the file's own former names are not partners. The skipped commits leave
+the denominator too (as code-maat does), so a rate is "share of the file's meaningful commits".
+rate = count / commits; high >= 50 %, medium >= 20 %, else low; top 20 by count, then path.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+HIGH = 0.5
+MEDIUM = 0.2
+TOP = 20
+
+
+@dataclass(frozen=True)
+class CoeditRow:
+    path: str
+    count: int
+    rate: float
+    level: str
+
+    @property
+    def percent(self) -> int:
+        return round(self.rate * 100)
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "count": self.count, "rate": round(self.rate, 4), "level": self.level}
+
+
+@dataclass(frozen=True)
+class CoeditTable:
+    commits: int  # commits counted (after the changeset cap and ignore list)
+    rows: tuple[CoeditRow, ...]
+    skipped: int = 0  # commits left out by the cap or the ignore list
+
+
+def level(rate: float) -> str:
+    if rate >= HIGH:
+        return "high"
+    if rate >= MEDIUM:
+        return "medium"
+    return "low"
+
+
+def coedit_table(
+    changesets: Iterable[tuple[str, Iterable[str]]],
+    own_names: Iterable[str],
+    max_changeset_files: int,
+    ignored: Callable[[str], bool] = lambda _h: False,
+    keep: Callable[[str], bool] = lambda _p: True,
+    limit: int = TOP,
+) -> CoeditTable:
+    """`changesets`: (commit hash, paths it changed under their current names), for the file's commits.
+    `keep(path)` filters partners (e.g. files that no longer exist)."""
+    own = set(own_names)
+    counts: Counter[str] = Counter()
+    commits = 0
+    skipped = 0
+    for sha, paths in changesets:
+        files = paths if isinstance(paths, (list, tuple, set, frozenset)) else list(paths)
+        if len(files) > max_changeset_files or ignored(sha):
+            skipped += 1
+            continue
+        commits += 1
+        for path in set(files) - own:
+            counts[path] += 1
+    ranked = sorted(((p, c) for p, c in counts.items() if keep(p)), key=lambda pc: (-pc[1], pc[0]))[:limit]
+    denominator = max(1, commits)
+    rows = tuple(CoeditRow(p, c, c / denominator, level(c / denominator)) for p, c in ranked)
+    return CoeditTable(commits, rows, skipped)

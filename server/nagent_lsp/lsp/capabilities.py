@@ -1,0 +1,42 @@
+"""Reading what the client can do; every server→client request is gated on these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for name in path:
+        if obj is None:
+            return None
+        obj = getattr(obj, name, None)
+    return obj
+
+
+def can_pull_configuration(caps: Any) -> bool:
+    return bool(_get(caps, "workspace", "configuration"))
+
+
+def can_show_document(caps: Any) -> bool:
+    return bool(_get(caps, "window", "show_document", "support"))
+
+
+def can_ask(caps: Any) -> bool:
+    # eglot 1.9 and lsp-mode answer showMessageRequest but do not advertise it; we only ask clients that say so.
+    return _get(caps, "window", "show_message") is not None
+
+
+def can_show_progress(caps: Any) -> bool:
+    return bool(_get(caps, "window", "work_done_progress"))
+
+
+def supports_document_changes(caps: Any) -> bool:
+    return bool(_get(caps, "workspace", "workspace_edit", "document_changes"))
+
+
+def supports_change_annotations(caps: Any) -> bool:
+    return _get(caps, "workspace", "workspace_edit", "change_annotation_support") is not None
+
+
+def supports_apply_edit(caps: Any) -> bool:
+    return bool(_get(caps, "workspace", "apply_edit"))

@@ -1,0 +1,85 @@
+"""Initialisation and settings: initializationOptions, then workspace/configuration pulled after `initialized`
+and again on every didChangeConfiguration. Each invalid value is shown once, naming the key."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from nagent_lsp.lsp.capabilities import can_pull_configuration
+
+log = logging.getLogger("nagent_lsp")
+CONFIG_TIMEOUT = 5.0
+
+
+def register(server: Any) -> None:
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: Any, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        ls.session.init_options = options if isinstance(options, dict) else None
+        folders = [Path(to_fs_path(f.uri)) for f in params.workspace_folders or [] if to_fs_path(f.uri)]
+        if not folders and (params.root_uri or params.root_path):
+            root = to_fs_path(params.root_uri) if params.root_uri else params.root_path
+            folders = [Path(root)] if root else []
+        ls.session.workspace_folders = folders
+        _reload(ls)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: Any, params: types.InitializedParams) -> None:
+        ls.client_ready = True
+        for problem in ls.pending_problems:
+            _show(ls, problem)
+        ls.pending_problems = []
+        await pull_configuration(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_did_change_configuration(ls: Any, params: types.DidChangeConfigurationParams) -> None:
+        pushed = params.settings.get("nagent") if isinstance(params.settings, dict) else None
+        if not await pull_configuration(ls) and isinstance(pushed, dict):
+            ls.session.workspace_config = pushed
+            _reload(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def on_folders(ls: Any, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        ls.session.workspace_folders = ls.folder_paths()
+        _reload(ls)
+
+
+async def pull_configuration(ls: Any) -> bool:
+    """Ask the client for section `nagent`; False when the client cannot answer."""
+    if not can_pull_configuration(ls.client_capabilities):
+        return False
+    params = types.ConfigurationParams(items=[types.ConfigurationItem(section="nagent")])
+    try:
+        result = await asyncio.wait_for(ls.workspace_configuration_async(params), CONFIG_TIMEOUT)
+    except Exception as exc:  # timeout, error reply or a reply pygls cannot parse
+        log.info("workspace/configuration unavailable: %s", exc)
+        return False
+    value = result[0] if isinstance(result, (list, tuple)) and result else None
+    log.debug("workspace/configuration answered %r", type(value).__name__)
+    ls.session.workspace_config = value if isinstance(value, dict) else None
+    _reload(ls)
+    return True
+
+
+def _reload(ls: Any) -> None:
+    problems = ls.session.reload()
+    for problem in problems:
+        text = str(problem)
+        if text in ls.reported_problems:
+            continue
+        ls.reported_problems.add(text)
+        log.info("%s", text)
+        if ls.client_ready:
+            _show(ls, text)
+        else:
+            ls.pending_problems.append(text)
+
+
+def _show(ls: Any, text: str) -> None:
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))

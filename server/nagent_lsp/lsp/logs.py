@@ -1,0 +1,51 @@
+"""One logger ("nagent_lsp") to stderr or a file; warnings and errors also go to the client as window/logMessage."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from lsprotocol import types
+
+_LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning}
+
+
+class ClientForwarder(logging.Handler):
+    """Forwards records at WARNING and above to the client; safe to call from worker threads."""
+
+    def __init__(self, server: Any):
+        super().__init__(logging.WARNING)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        loop = getattr(self.server, "loop", None)
+        if loop is None or loop.is_closed() or not getattr(self.server, "client_ready", False):
+            return
+        kind = _LEVELS.get(record.levelno, types.MessageType.Warning) if record.levelno < logging.ERROR else types.MessageType.Error
+        params = types.LogMessageParams(type=kind, message=self.format(record))
+        try:
+            loop.call_soon_threadsafe(self.server.window_log_message, params)
+        except RuntimeError:
+            pass
+
+
+def setup_logging(verbose: int = 0, log_file: str | None = None) -> logging.Logger:
+    logger = logging.getLogger("nagent_lsp")
+    logger.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING)
+    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    # The HTTP stack logs request headers at DEBUG; keep it quiet so a key can never leak through it.
+    for noisy in ("httpx", "httpcore", "openai", "pygls"):
+        logging.getLogger(noisy).setLevel(logging.WARNING if verbose < 3 else logging.INFO)
+    return logger
+
+
+def attach_client(server: Any) -> None:
+    logger = logging.getLogger("nagent_lsp")
+    if not any(isinstance(h, ClientForwarder) for h in logger.handlers):
+        forwarder = ClientForwarder(server)
+        forwarder.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(forwarder)

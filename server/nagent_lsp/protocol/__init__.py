@@ -1,0 +1,92 @@
+"""nagent's tag protocol: parse model replies into actions, render result blocks, state the rules.
+
+Pure: strings in, values and strings out.
+"""
+
+from .actions import (
+    ACTION_TYPES,
+    KNOWN_TAGS,
+    Action,
+    Conversation,
+    FilePatch,
+    FileRead,
+    Next,
+    Read,
+    Response,
+    Shell,
+    Write,
+)
+from .lexer import (
+    FRAME_ATTR,
+    Element,
+    TagSyntaxError,
+    escape_attr,
+    parse_element,
+    render_element,
+    unescape_attr,
+)
+from .parser import DRIVER_TAGS, Fabrication, Note, ParsedReply, ReplyError, is_driver_tag, parse_reply
+from .results import (
+    RESULT_KINDS,
+    conversation_result_body,
+    render_result,
+    result_tag,
+    shell_result_body,
+)
+from .rules import (
+    MAX_ATTEMPTS,
+    advisories,
+    correction,
+    duplicates_note,
+    exhausted_message,
+    fabrication_note,
+    format_error_note,
+    ignored_note,
+    no_tags_note,
+    protocol_rules,
+    truncation_note,
+)
+
+__all__ = [
+    "ACTION_TYPES",
+    "KNOWN_TAGS",
+    "DRIVER_TAGS",
+    "FRAME_ATTR",
+    "MAX_ATTEMPTS",
+    "RESULT_KINDS",
+    "Action",
+    "Conversation",
+    "Element",
+    "Fabrication",
+    "FilePatch",
+    "FileRead",
+    "Next",
+    "Note",
+    "ParsedReply",
+    "Read",
+    "ReplyError",
+    "Response",
+    "Shell",
+    "TagSyntaxError",
+    "Write",
+    "advisories",
+    "conversation_result_body",
+    "correction",
+    "duplicates_note",
+    "escape_attr",
+    "exhausted_message",
+    "fabrication_note",
+    "format_error_note",
+    "ignored_note",
+    "is_driver_tag",
+    "no_tags_note",
+    "parse_element",
+    "parse_reply",
+    "protocol_rules",
+    "render_element",
+    "render_result",
+    "result_tag",
+    "shell_result_body",
+    "truncation_note",
+    "unescape_attr",
+]

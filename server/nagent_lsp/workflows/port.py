@@ -1,0 +1,77 @@
+"""The small port through which workflows talk to an editor (LSP) or to the disk (CLI).
+
+Workflows never import pygls/lsprotocol; the LSP layer and the CLI each implement `EditorPort`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A file's current text as the user sees it (unsaved edits count)."""
+
+    path: Path
+    text: str
+    version: int | None  # None when read from disk
+    uri: str
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A whole-text change to one file; the port turns it into minimal edits for its editor."""
+
+    path: Path
+    uri: str
+    base_text: str  # the text the change was computed against
+    new_text: str
+    base_version: int | None
+    label: str = "nagent"
+    needs_confirmation: bool = False
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    applied: bool
+    edits: int = 0
+    reason: str | None = None
+    final_text: str | None = None  # the text after applying (three-way merge may differ from new_text)
+
+
+@dataclass
+class Progress:
+    """A progress handle; `cancel` is set when the user cancels it from the editor."""
+
+    title: str
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set()
+
+
+class EditorPort(Protocol):
+    def workspace_folders(self) -> list[Path]: ...
+
+    def read_buffer(self, path: Path) -> Buffer | None:
+        """The open buffer for `path`, else None (the caller reads the disk)."""
+
+    async def apply_change(self, change: FileChange) -> ApplyOutcome: ...
+
+    async def ask(self, message: str, choices: list[str]) -> str | None:
+        """The chosen title, or None when the editor cannot ask, the user dismissed it, or it timed out."""
+
+    async def show_document(self, path: Path) -> bool: ...
+
+    async def begin_progress(self, title: str, cancellable: bool = True) -> Progress: ...
+
+    def report_progress(self, progress: Progress, message: str, percentage: int | None = None) -> None: ...
+
+    def end_progress(self, progress: Progress, message: str = "") -> None: ...
+
+    def log(self, level: str, message: str) -> None: ...

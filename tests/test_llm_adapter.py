@@ -164,6 +164,17 @@ async def test_unsupported_temperature_is_dropped_once(fake):
     assert "temperature" in first.body and "temperature" not in second.body
 
 
+async def test_unsupported_max_tokens_switches_to_max_completion_tokens(fake):
+    fake.script(status(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                       "Use 'max_completion_tokens' instead.", param="max_tokens"), "ok", "again")
+    model = make_model(fake, maxOutputTokens=50)
+    await model.complete(MESSAGES)
+    await model.complete(MESSAGES)  # remembered: no second refusal needed
+    first, second, third = fake.chat_requests
+    assert first.body["max_tokens"] == 50 and "max_tokens" not in second.body
+    assert second.body["max_completion_tokens"] == 50 and third.body["max_completion_tokens"] == 50
+
+
 # -- configuration -------------------------------------------------------------------------------------
 
 

@@ -24,6 +24,8 @@ export interface ClientHooks {
   /** A server command run outside our own commands (code action, another extension). */
   executeCommand?: (command: string, args: unknown[], next: (command: string, args: unknown[]) => Promise<unknown>) => Promise<unknown>;
   onStartFailure?: (message: string, notFound: boolean) => void;
+  /** Called with the Markdown of each hover the server answers (used by the test hook). */
+  onHover?: (uri: string, markdown: string[]) => void;
 }
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {
@@ -109,10 +111,10 @@ export class NagentClient implements vscode.Disposable {
       },
       window: {
         // Documents the server shows (the conversation) open beside the editor.
-        showDocument: async (params, next) => {
-          if (params.external) return next(params);
+        showDocument: async (params) => {
           try {
             const uri = vscode.Uri.parse(params.uri);
+            if (params.external) return { success: await vscode.env.openExternal(uri) };
             const selection = params.selection
               ? new vscode.Range(params.selection.start.line, params.selection.start.character, params.selection.end.line, params.selection.end.character)
               : undefined;
@@ -128,6 +130,14 @@ export class NagentClient implements vscode.Disposable {
             return { success: false };
           }
         },
+      },
+      provideHover: async (document, position, token, next) => {
+        const hover = await next(document, position, token);
+        if (hover && this.hooks.onHover) {
+          const md = hover.contents.map((c) => (typeof c === 'string' ? c : c.value));
+          this.hooks.onHover(document.uri.toString(), md);
+        }
+        return hover;
       },
       executeCommand: async (command, args, next) => {
         if (this.hooks.executeCommand) {

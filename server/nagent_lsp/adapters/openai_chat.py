@@ -17,13 +17,14 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
-
-import openai
 
 from nagent_lsp.llm import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, Usage, estimate_tokens
 from nagent_lsp.settings import Settings
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ class ChatModel:
             params["stop"] = stop
         failure: _Failure | None = None
         attempt = 0
-        adjusted = False
+        adapted: set[str] = set()
         while attempt < self.attempts:
             attempt += 1
             if cancel is not None and cancel.is_set():
@@ -168,12 +169,13 @@ class ChatModel:
                           " (estimated)" if result.usage.estimated else "")
                 return result
             failure = result
-            if failure.drop_param and not adjusted:
-                # Some models refuse temperature or max_tokens; adapt once, without counting it as an attempt.
-                adjusted = True
+            if failure.drop_param and failure.drop_param not in adapted:
+                # Some models refuse temperature or max_tokens: adapt once per parameter (and remember it),
+                # without counting it as an attempt.
+                adapted.add(failure.drop_param)
                 attempt -= 1
                 self._adapt(params, failure.drop_param)
-                log.info("model %s refused '%s'; retrying without it", self.model, failure.drop_param)
+                log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
                 continue
             if not failure.retryable or attempt >= self.attempts:
                 break
@@ -190,6 +192,7 @@ class ChatModel:
                        cancel: asyncio.Event | None) -> Reply | _Failure:
         """One HTTP call. Failures come back as values (already redacted), so no raised ModelError
         ever chains the SDK's exception, whose request object holds the key."""
+        openai = _sdk()
         call = client.chat.completions.create(model=self.model, messages=payload, **params)
         try:
             response = await _race(call, cancel)
@@ -274,7 +277,7 @@ class ChatModel:
         return host == "api.openai.com"
 
     def _new_client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
+        return _sdk().AsyncOpenAI(
             api_key=self._key or PLACEHOLDER_KEY,
             base_url=self.base_url or OPENAI_BASE_URL,
             timeout=self.request_timeout,
@@ -286,6 +289,14 @@ class ChatModel:
         if self._client is None or self._client_loop is not loop:
             self._client, self._client_loop = self._new_client(), loop
         return self._client
+
+
+def _sdk() -> Any:
+    # Imported on first use: the SDK takes over half a second to import, which server start-up and
+    # model-less commands should not pay.
+    import openai
+
+    return openai
 
 
 async def _race(call: Any, cancel: asyncio.Event | None) -> Any:

@@ -107,7 +107,7 @@ def _target(path: str, text: str | None, version: int | None) -> str:
         )
     if CLOSE_TAG in text:
         # Inlining would end this block early when the conversation is parsed back.
-        return _block("target-file", f"{path} contains the text {CLOSE_TAG}; read it with <nagent-read path=\"{path}\"/>.")
+        return _block("target-file", f"{path} contains this block's closing tag, so it is not inlined; read it with <nagent-read path=\"{path}\"/>.")
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     version_attr = f" version={version}" if version is not None else ""
     newline_attr = "" if not text or text.endswith("\n") else " final_newline=no"

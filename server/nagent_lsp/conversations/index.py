@@ -98,7 +98,7 @@ class FileIndex:
             document, entries = self._load(repair=True)
             before = json.dumps(entries, sort_keys=True)
             result = change(entries)
-            if json.dumps(entries, sort_keys=True) != before or not self.path.exists():
+            if json.dumps(entries, sort_keys=True) != before or "by_file_id" not in document:
                 document["by_file_id"] = entries
                 atomic_write_text(self.path, json.dumps(document, indent=2) + "\n")
             return result

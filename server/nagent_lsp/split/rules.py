@@ -123,8 +123,9 @@ RULES: dict[str, RuleSet] = {
     "py": _rules(
         rb"(?P<b_def>(?:async[ \t]+def|def|class)[ \t]|@|if[ \t]+__name__)"
         rb"|(?P<a_top>" + BLANK + rb")(?=[^\s#])"
+        rb"|(?P<b_method>[ \t]+(?:async[ \t]+def|def|class)[ \t])"
         rb"|(?P<a_blank>" + BLANK + rb")",
-        {"b_def": ((None, 3),), "a_top": ((None, 2),), "a_blank": _ANY},
+        {"b_def": ((None, 3),), "a_top": ((None, 2),), "b_method": ((None, 2),), "a_blank": _ANY},
         hop_back=(b"@", b"#"),
     ),
     "cpp": _brace_language(

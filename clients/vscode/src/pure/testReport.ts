@@ -17,9 +17,7 @@ export interface DocumentSnapshot {
   text?: string;
 }
 
-export interface ReportRecord {
-  seq: number;
-  time: string;
+export interface ReportInput {
   event: string;
   ok: boolean;
   result?: unknown;
@@ -27,6 +25,11 @@ export interface ReportRecord {
   activeDocument?: DocumentSnapshot;
   visibleDocuments?: string[];
   [extra: string]: unknown;
+}
+
+export interface ReportRecord extends ReportInput {
+  seq: number;
+  time: string;
 }
 
 export class TestReporter {
@@ -42,7 +45,7 @@ export class TestReporter {
     return this.file !== undefined;
   }
 
-  write(record: Omit<ReportRecord, 'seq' | 'time'>): ReportRecord | undefined {
+  write(record: ReportInput): ReportRecord | undefined {
     if (!this.file) return undefined;
     const full: ReportRecord = { seq: ++this.seq, time: new Date().toISOString(), ...record };
     fs.appendFileSync(this.file, JSON.stringify(full) + '\n', 'utf8');

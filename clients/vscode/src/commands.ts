@@ -1,0 +1,437 @@
+/** The extension's own commands (`nagent.vscode.*`), each a thin layer over one server command. */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { NagentClient } from './client';
+import {
+  coeditItems,
+  editNotice,
+  errorMessage,
+  firstLine,
+  isCancellation,
+  isHashMismatch,
+  mentionsModelSetup,
+  Notice,
+  parseSplitIndex,
+  patchNotice,
+  PickItem,
+  resolveRelatedPath,
+  SplitIndexInfo,
+  splitIndexItems,
+  statusSummary,
+  statusText,
+} from './pure/format';
+import {
+  CoeditsResult,
+  ConversationClearResult,
+  ConversationOpenResult,
+  editArgs,
+  EditResult,
+  HistoryResult,
+  LspRange,
+  PatchResult,
+  ServerCommands,
+  SplitResult,
+  StatusResult,
+  SummarizeResult,
+} from './pure/protocol';
+import { describeLaunch } from './pure/serverCommand';
+import { DocumentSnapshot, TestReporter } from './pure/testReport';
+import { ViewProvider } from './views';
+
+export const Commands = {
+  editSelection: 'nagent.vscode.editSelection',
+  editFile: 'nagent.vscode.editFile',
+  openConversation: 'nagent.vscode.openConversation',
+  showHistory: 'nagent.vscode.showHistory',
+  showCoedits: 'nagent.vscode.showCoedits',
+  split: 'nagent.vscode.split',
+  patch: 'nagent.vscode.patch',
+  summarize: 'nagent.vscode.summarize',
+  clearConversation: 'nagent.vscode.clearConversation',
+  showStatus: 'nagent.vscode.showStatus',
+  restart: 'nagent.vscode.restart',
+  showLog: 'nagent.vscode.showLog',
+} as const;
+
+const SPLITS_KEY = 'nagent.splitIndexes';
+
+/** A failure we explain to the user without the server's involvement. */
+class UserFacing extends Error {}
+/** The user dismissed an input: no error, no notification. */
+class Dismissed extends Error {}
+
+export class CommandHandlers {
+  constructor(
+    private readonly ctx: vscode.ExtensionContext,
+    private readonly nc: NagentClient,
+    private readonly views: ViewProvider,
+    private readonly reporter: TestReporter,
+  ) {}
+
+  register(): vscode.Disposable[] {
+    const table: [string, (...args: unknown[]) => Promise<unknown>][] = [
+      [Commands.editSelection, (a) => this.editSelection(a)],
+      [Commands.editFile, (a) => this.editFile(a)],
+      [Commands.openConversation, (a) => this.openConversation(a)],
+      [Commands.showHistory, (a) => this.showHistory(a)],
+      [Commands.showCoedits, (a) => this.showCoedits(a)],
+      [Commands.split, (a) => this.split(a)],
+      [Commands.patch, () => this.patch()],
+      [Commands.summarize, (a) => this.summarize(a)],
+      [Commands.clearConversation, (a) => this.clearConversation(a)],
+      [Commands.showStatus, () => this.showStatus()],
+      [Commands.restart, () => this.restart()],
+      [Commands.showLog, async () => this.nc.log.show()],
+    ];
+    return table.map(([id, fn]) => vscode.commands.registerCommand(id, (...args: unknown[]) => this.run(id, () => fn(...args))));
+  }
+
+  /** Run one command: errors become notifications; the test hook records the outcome. */
+  private async run(id: string, fn: () => Promise<unknown>): Promise<unknown> {
+    let result: unknown;
+    let error: unknown;
+    let dismissed = false;
+    try {
+      result = await fn();
+    } catch (e) {
+      if (e instanceof Dismissed) dismissed = true;
+      else {
+        error = e;
+        if (!isCancellation(e)) this.showError(e);
+      }
+    }
+    this.report(id, error === undefined, result, error, dismissed);
+    return result;
+  }
+
+  report(event: string, ok: boolean, result?: unknown, error?: unknown, dismissed = false, extra: Record<string, unknown> = {}): void {
+    if (!this.reporter.enabled) return;
+    try {
+      const ed = vscode.window.activeTextEditor;
+      this.reporter.write({
+        event,
+        ok,
+        dismissed,
+        result,
+        error: error === undefined ? undefined : errorMessage(error),
+        activeDocument: ed ? snapshot(ed.document) : undefined,
+        visibleDocuments: vscode.window.visibleTextEditors.map((e) => docName(e.document)),
+        ...extra,
+      });
+    } catch (e) {
+      this.nc.log.warn(`test report: ${errorMessage(e)}`);
+    }
+  }
+
+  showError(e: unknown): void {
+    const msg = errorMessage(e);
+    const text = /^nagent\b/i.test(msg) ? msg : `nagent: ${msg}`;
+    const actions = mentionsModelSetup(msg) ? ['Open Settings', 'Show Log'] : ['Show Log'];
+    void vscode.window.showErrorMessage(text, ...actions).then((choice) => {
+      if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'nagent.');
+      if (choice === 'Show Log') this.nc.log.show();
+    });
+  }
+
+  private notify(n: Notice, ...actions: { title: string; run: () => unknown }[]): void {
+    const show = n.level === 'info' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+    void show(n.message, ...actions.map((a) => a.title)).then((choice) => {
+      actions.find((a) => a.title === choice)?.run();
+    });
+  }
+
+  // ----- targets -------------------------------------------------------------------------------
+
+  /** The editor a command works on: a Uri argument (context menus) or the active editor. */
+  private async target(arg: unknown): Promise<vscode.TextEditor> {
+    if (arg instanceof vscode.Uri) {
+      const active = vscode.window.activeTextEditor;
+      if (active && active.document.uri.toString() === arg.toString()) return active;
+      const doc = await vscode.workspace.openTextDocument(arg);
+      return vscode.window.showTextDocument(doc);
+    }
+    const ed = vscode.window.activeTextEditor;
+    if (!ed) throw new UserFacing('open a file first: this command works on the active editor');
+    if (ed.document.uri.scheme !== 'file' && ed.document.uri.scheme !== 'untitled') {
+      throw new UserFacing(`this command works on files, not on ${ed.document.uri.scheme}: documents`);
+    }
+    return ed;
+  }
+
+  private async askRequest(title: string, what: string): Promise<string> {
+    const request = await vscode.window.showInputBox({
+      title,
+      prompt: `What should nagent do with ${what}?`,
+      placeHolder: 'e.g. add retries with exponential backoff',
+      ignoreFocusOut: true,
+    });
+    if (request === undefined || request.trim() === '') throw new Dismissed();
+    return request.trim();
+  }
+
+  // ----- edits ---------------------------------------------------------------------------------
+
+  async editSelection(arg: unknown): Promise<EditResult> {
+    const ed = await this.target(arg);
+    const sel = ed.selection;
+    const empty = sel.isEmpty;
+    const request = await this.askRequest('nagent: Edit Selection', empty ? 'this file (nothing is selected)' : 'the selection');
+    return this.runEdit(ed.document, request, empty ? undefined : toLspRange(sel));
+  }
+
+  async editFile(arg: unknown): Promise<EditResult> {
+    const ed = await this.target(arg);
+    const request = await this.askRequest('nagent: Edit File', path.basename(ed.document.fileName));
+    return this.runEdit(ed.document, request);
+  }
+
+  async runEdit(doc: vscode.TextDocument, request: string, range?: LspRange, extra: Record<string, unknown> = {}): Promise<EditResult> {
+    const args = { ...extra, ...editArgs(doc.uri.toString(), request, range) };
+    const result = await this.nc.request<EditResult>(ServerCommands.edit, args);
+    this.presentEdit(result);
+    return result;
+  }
+
+  presentEdit(result: EditResult): void {
+    this.nc.noteTokens(result.tokens);
+    if (result.response) this.nc.log.info(`nagent response:\n${result.response}`);
+    const actions = [];
+    if (result.conversation?.path) {
+      const p = result.conversation.path;
+      actions.push({ title: 'Open Conversation', run: () => this.showBeside(vscode.Uri.file(p)) });
+    }
+    if (result.response && result.response.trim() !== firstLine(result.response)) {
+      actions.push({ title: 'Show Response', run: () => this.nc.log.show(true) });
+    }
+    this.notify(editNotice(result), ...actions);
+  }
+
+  // ----- conversations -------------------------------------------------------------------------
+
+  private async showBeside(uri: vscode.Uri): Promise<vscode.TextEditor> {
+    const doc = await vscode.workspace.openTextDocument(uri);
+    return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false, preview: false });
+  }
+
+  async openConversation(arg: unknown): Promise<ConversationOpenResult> {
+    const ed = await this.target(arg);
+    const result = await this.nc.request<ConversationOpenResult>(ServerCommands.conversationOpen, { uri: ed.document.uri.toString() });
+    const visible = vscode.window.visibleTextEditors.some((e) => e.document.uri.fsPath === result.path);
+    if (!result.shown || !visible) await this.showBeside(vscode.Uri.file(result.path));
+    else {
+      const e = vscode.window.visibleTextEditors.find((x) => x.document.uri.fsPath === result.path);
+      if (e) await vscode.window.showTextDocument(e.document, { viewColumn: e.viewColumn, preserveFocus: false });
+    }
+    return result;
+  }
+
+  async clearConversation(arg: unknown): Promise<ConversationClearResult> {
+    const ed = await this.target(arg);
+    const name = path.basename(ed.document.fileName);
+    const choice = await vscode.window.showWarningMessage(
+      `Clear the nagent conversation of ${name}? The current conversation is archived, and the next request starts fresh.`,
+      { modal: true },
+      'Clear',
+    );
+    if (choice !== 'Clear') throw new Dismissed();
+    const result = await this.nc.request<ConversationClearResult>(ServerCommands.conversationClear, { uri: ed.document.uri.toString() });
+    const archived = result.archivedPath;
+    this.notify(
+      { level: 'info', message: archived ? `nagent: conversation of ${name} cleared (archived as ${path.basename(archived)}).` : `nagent: conversation of ${name} cleared.` },
+      ...(archived ? [{ title: 'Open Archive', run: () => this.showBeside(vscode.Uri.file(archived)) }] : []),
+    );
+    return result;
+  }
+
+  // ----- history -------------------------------------------------------------------------------
+
+  async showHistory(arg: unknown): Promise<HistoryResult> {
+    const ed = await this.target(arg);
+    const result = await this.nc.request<HistoryResult>(ServerCommands.history, { uri: ed.document.uri.toString() });
+    const md = result.markdown || `No git history for ${path.basename(ed.document.fileName)}.`;
+    await this.views.show('History', ed.document.uri, md);
+    return result;
+  }
+
+  async showCoedits(arg: unknown): Promise<{ result: CoeditsResult; picked?: string }> {
+    const ed = await this.target(arg);
+    const result = await this.nc.request<CoeditsResult>(ServerCommands.coedits, { uri: ed.document.uri.toString() });
+    if (!result.rows || result.rows.length === 0) {
+      this.notify({ level: 'info', message: `nagent: no co-edited files for ${path.basename(ed.document.fileName)} (${result.commits ?? 0} commits).` });
+      return { result };
+    }
+    const file = ed.document.uri.fsPath;
+    const items = coeditItems(result.rows, result.commits, (p) => resolveRelatedPath(p, file, fs.existsSync));
+    const pick = await vscode.window.showQuickPick<PickItem & vscode.QuickPickItem>(items, {
+      title: `Files co-edited with ${path.basename(file)} (${result.commits} commits)`,
+      placeHolder: 'Open a co-edited file',
+      matchOnDescription: true,
+    });
+    if (!pick) return { result };
+    await vscode.window.showTextDocument(vscode.Uri.file(pick.target), { preview: true });
+    return { result, picked: pick.target };
+  }
+
+  // ----- split / patch / summarize -------------------------------------------------------------
+
+  async split(arg: unknown): Promise<SplitResult> {
+    const ed = await this.target(arg);
+    const result = await this.nc.request<SplitResult>(ServerCommands.split, { uri: ed.document.uri.toString() });
+    await this.rememberSplit(result.indexPath);
+    const n = result.segments?.length ?? 0;
+    const first = result.segments?.[0]?.path;
+    this.notify(
+      { level: 'info', message: `nagent: split ${path.basename(ed.document.fileName)} into ${n} segment${n === 1 ? '' : 's'} (${result.splitType}). Edit the segments, then run "nagent: Apply Patch".` },
+      { title: 'Open Index', run: () => this.showBeside(vscode.Uri.file(result.indexPath)) },
+      ...(first ? [{ title: 'Open First Segment', run: () => this.showBeside(vscode.Uri.file(first)) }] : []),
+    );
+    return result;
+  }
+
+  private async rememberSplit(indexPath: string): Promise<void> {
+    const known = this.ctx.workspaceState.get<string[]>(SPLITS_KEY, []);
+    await this.ctx.workspaceState.update(SPLITS_KEY, [indexPath, ...known.filter((k) => k !== indexPath)].slice(0, 50));
+  }
+
+  private async splitIndexes(): Promise<SplitIndexInfo[]> {
+    const candidates = new Set<string>(this.ctx.workspaceState.get<string[]>(SPLITS_KEY, []));
+    const roots = new Set<string>();
+    if (this.nc.status?.stateRoot) roots.add(this.nc.status.stateRoot);
+    for (const f of vscode.workspace.workspaceFolders ?? []) roots.add(path.join(f.uri.fsPath, '.nagent'));
+    for (const root of roots) {
+      const splits = path.join(root, 'splits');
+      let entries: string[] = [];
+      try {
+        entries = await fs.promises.readdir(splits);
+      } catch {
+        continue;
+      }
+      for (const e of entries) candidates.add(path.join(splits, e, 'index.json'));
+    }
+    const infos: SplitIndexInfo[] = [];
+    for (const c of candidates) {
+      try {
+        const info = parseSplitIndex(c, JSON.parse(await fs.promises.readFile(c, 'utf8')));
+        if (info) infos.push(info);
+      } catch {
+        /* gone or not an index */
+      }
+    }
+    return infos;
+  }
+
+  async patch(): Promise<PatchResult> {
+    if (!this.nc.status) await this.nc.refreshStatus();
+    const infos = await this.splitIndexes();
+    if (infos.length === 0) throw new UserFacing('no split index found: run "nagent: Split File" first');
+    const active = vscode.window.activeTextEditor?.document.uri.fsPath;
+    const pick = await vscode.window.showQuickPick<PickItem & vscode.QuickPickItem>(splitIndexItems(infos, active), {
+      title: 'nagent: Apply Patch — merge the edited segments back into the file',
+      placeHolder: 'Pick a split index',
+      matchOnDetail: true,
+    });
+    if (!pick) throw new Dismissed();
+    let result: PatchResult;
+    try {
+      result = await this.nc.request<PatchResult>(ServerCommands.patch, { indexPath: pick.target });
+    } catch (e) {
+      const msg = errorMessage(e);
+      if (!isHashMismatch(msg)) throw e;
+      const choice = await vscode.window.showWarningMessage(`nagent: ${msg}`, { modal: true }, 'Apply Anyway');
+      if (choice !== 'Apply Anyway') throw new Dismissed();
+      result = await this.nc.request<PatchResult>(ServerCommands.patch, { indexPath: pick.target, force: true });
+    }
+    const pp = result.patchPath;
+    this.notify(patchNotice(result), ...(pp ? [{ title: 'Open Diff', run: () => this.showBeside(vscode.Uri.file(pp)) }] : []));
+    return result;
+  }
+
+  async summarize(arg: unknown): Promise<SummarizeResult> {
+    const ed = await this.target(arg);
+    const result = await this.nc.request<SummarizeResult>(ServerCommands.summarize, { uri: ed.document.uri.toString() });
+    const name = path.basename(ed.document.fileName);
+    const md = `# Summary of ${name}\n\n${result.summary}\n\n---\n_mode: ${result.mode}${result.cached ? ', cached' : ''}_\n`;
+    await this.views.show('Summary', ed.document.uri, md);
+    return result;
+  }
+
+  // ----- server --------------------------------------------------------------------------------
+
+  async showStatus(): Promise<{ status?: StatusResult; launch?: string; serverCommands: string[] }> {
+    await this.nc.ensure();
+    const status = await this.nc.request<StatusResult>(ServerCommands.status, {});
+    this.nc.status = status;
+    this.nc.render();
+    const launch = this.nc.launch ? describeLaunch(this.nc.launch) : undefined;
+    this.nc.log.info(`status:\n${statusText(status, launch)}`);
+    this.notify(
+      { level: status.modelConfigured ? 'info' : 'warning', message: statusSummary(status) },
+      { title: 'Show Log', run: () => this.nc.log.show() },
+      ...(status.modelConfigured ? [] : [{ title: 'Open Settings', run: () => vscode.commands.executeCommand('workbench.action.openSettings', 'nagent.') }]),
+    );
+    return { status, launch, serverCommands: this.nc.serverCommands() };
+  }
+
+  async restart(): Promise<{ launch?: string; serverCommands: string[] }> {
+    await this.nc.restart();
+    this.notify({ level: 'info', message: 'nagent: server restarted.' });
+    return { launch: this.nc.launch ? describeLaunch(this.nc.launch) : undefined, serverCommands: this.nc.serverCommands() };
+  }
+
+  // ----- server commands run by VS Code itself (code actions) ---------------------------------
+
+  /** Middleware for `workspace/executeCommand` of server commands invoked outside our commands. */
+  async executeServerCommand(command: string, args: unknown[], next: (command: string, args: unknown[]) => Promise<unknown>): Promise<unknown> {
+    return this.run(`server:${command}`, async () => {
+      const arg = (args.length === 1 && args[0] && typeof args[0] === 'object' ? args[0] : {}) as Record<string, unknown>;
+      if (command === ServerCommands.edit && (typeof arg.request !== 'string' || arg.request.trim() === '')) {
+        // "nagent: edit selection" code action: the client completes the request text.
+        const uri = typeof arg.uri === 'string' ? vscode.Uri.parse(arg.uri) : vscode.window.activeTextEditor?.document.uri;
+        if (!uri) throw new UserFacing('no document to edit');
+        const doc = await vscode.workspace.openTextDocument(uri);
+        const request = await this.askRequest('nagent: Edit', arg.range ? 'the selection' : path.basename(doc.fileName));
+        const result = await this.nc.request<EditResult>(ServerCommands.edit, { ...arg, request });
+        this.presentEdit(result);
+        return result;
+      }
+      const result = await next(command, args);
+      this.presentGeneric(command, result);
+      return result;
+    });
+  }
+
+  private presentGeneric(command: string, result: unknown): void {
+    if (!result || typeof result !== 'object') return;
+    const r = result as Record<string, unknown>;
+    if (command === ServerCommands.edit) return this.presentEdit(result as EditResult);
+    if (command === ServerCommands.patch) return this.notify(patchNotice(result as PatchResult));
+    if (command === ServerCommands.split && typeof r.indexPath === 'string') {
+      void this.rememberSplit(r.indexPath);
+      const n = Array.isArray(r.segments) ? r.segments.length : 0;
+      return this.notify({ level: 'info', message: `nagent: split into ${n} segment${n === 1 ? '' : 's'}.` });
+    }
+  }
+}
+
+export function toLspRange(r: vscode.Range): LspRange {
+  return { start: { line: r.start.line, character: r.start.character }, end: { line: r.end.line, character: r.end.character } };
+}
+
+function docName(d: vscode.TextDocument): string {
+  return d.uri.scheme === 'file' ? d.uri.fsPath : d.uri.toString();
+}
+
+const MAX_REPORT_TEXT = 1_000_000;
+
+function snapshot(d: vscode.TextDocument): DocumentSnapshot {
+  const text = d.getText();
+  return {
+    uri: d.uri.toString(),
+    fsPath: d.uri.scheme === 'file' ? d.uri.fsPath : undefined,
+    languageId: d.languageId,
+    version: d.version,
+    isDirty: d.isDirty,
+    text: text.length > MAX_REPORT_TEXT ? text.slice(0, MAX_REPORT_TEXT) : text,
+  };
+}

@@ -1,0 +1,77 @@
+/** Entry point: wires the client, the commands, settings and the test hook together. */
+import * as vscode from 'vscode';
+import { NagentClient } from './client';
+import { CommandHandlers, Commands } from './commands';
+import { errorMessage } from './pure/format';
+import { SECTION, SERVER_LAUNCH_SECTION } from './pure/settings';
+import { TestReporter } from './pure/testReport';
+import { VIEW_SCHEME, ViewProvider } from './views';
+
+let nagent: NagentClient | undefined;
+
+export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel('nagent', { log: true });
+  ctx.subscriptions.push(log);
+  const reporter = TestReporter.fromEnv();
+  if (reporter.enabled) log.info(`test report: ${reporter.file}`);
+
+  const statusBar = vscode.window.createStatusBarItem('nagent.status', vscode.StatusBarAlignment.Right, 100);
+  statusBar.name = 'nagent';
+  statusBar.command = Commands.showStatus;
+  ctx.subscriptions.push(statusBar);
+
+  const views = new ViewProvider();
+  ctx.subscriptions.push(views, vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views));
+
+  let handlers: CommandHandlers | undefined;
+  const client = new NagentClient(log, statusBar, {
+    executeCommand: (command, args, next) => handlers!.executeServerCommand(command, args, next),
+    onStartFailure: (message, notFound) => {
+      const actions = notFound ? ['How to Install', 'Open Settings'] : ['Show Log', 'Open Settings'];
+      handlers?.report('server:start', false, undefined, message);
+      void vscode.window.showErrorMessage(message, ...actions).then((choice) => {
+        if (choice === 'How to Install') void showInstallHelp(ctx);
+        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'nagent.server');
+        if (choice === 'Show Log') log.show();
+      });
+    },
+    onHover: (uri, markdown) => handlers?.report('hover', true, { uri, markdown }),
+  });
+  nagent = client;
+  ctx.subscriptions.push(client);
+  handlers = new CommandHandlers(ctx, client, views, reporter);
+  ctx.subscriptions.push(...handlers.register());
+
+  ctx.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration(SECTION)) return;
+      if (e.affectsConfiguration(SERVER_LAUNCH_SECTION)) {
+        log.info('server launch settings changed: restarting nagent-lsp');
+        void client.restart().catch(() => undefined);
+        return;
+      }
+      void client.sendSettings().catch((err) => log.warn(`sending settings: ${errorMessage(err)}`));
+    }),
+  );
+
+  try {
+    await client.ensure();
+  } catch {
+    // already reported (notification + log); commands retry the start.
+  }
+  handlers.report('activated', client.running, { serverCommands: client.serverCommands(), launch: client.launch });
+}
+
+async function showInstallHelp(ctx: vscode.ExtensionContext): Promise<void> {
+  const readme = vscode.Uri.joinPath(ctx.extensionUri, 'README.md');
+  try {
+    await vscode.commands.executeCommand('markdown.showPreview', readme);
+  } catch {
+    await vscode.window.showTextDocument(readme);
+  }
+}
+
+export async function deactivate(): Promise<void> {
+  await nagent?.stop();
+  nagent = undefined;
+}

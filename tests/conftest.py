@@ -32,3 +32,21 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
+
+
+@pytest.fixture
+def fake_model():
+    """The OpenAI-compatible test server on 127.0.0.1; tests script its replies and read what it was sent."""
+    from tests.harness.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def model_env(fake_model) -> dict[str, str]:
+    """Environment for a server that talks to the fake model (the key is a marker we can look for)."""
+    return {"OPENAI_BASE_URL": fake_model.base_url, "OPENAI_API_KEY": "sk-test-marker-000", "NAGENT_MODEL": "fake-model"}

@@ -137,25 +137,27 @@ eglot's `eglot-confirm-server-initiated-edits' while a nagent command runs."
 ;;;; Progress shown in the echo area
 
 (defvar nagent--progress-text nil
-  "Latest `$/progress' title/message received while a command waits.")
+  "Latest `$/progress' text received while a command waits.")
+
+(defvar nagent--progress-title nil
+  "Title of the running `$/progress' (reports only carry a message).")
 
 (defun nagent--progress-update (value)
   "Record the `$/progress' VALUE (a plist) for the echo area."
   (let* ((value (nagent--normalize value))
          (kind (plist-get value :kind))
-         (title (plist-get value :title))
          (message (plist-get value :message))
          (pct (plist-get value :percentage)))
+    (when (equal kind "begin")
+      (setq nagent--progress-title (plist-get value :title)))
     (setq nagent--progress-text
           (if (equal kind "end")
               nil
             (string-join
-             (delq nil (list (or title (car nagent--progress-text))
+             (delq nil (list nagent--progress-title
                              message
                              (and (numberp pct) (format "%d%%" pct))))
-             " ")))
-    (when (and (equal kind "begin") title)
-      (setq nagent--progress-text title))))
+             " ")))))
 
 ;;;; eglot back end
 
@@ -234,7 +236,7 @@ use lsp-mode to run nagent beside it"))
       (let ((project (eglot--current-project))
             (language-id (string-remove-suffix "-mode" (symbol-name major-mode)))
             (eglot-sync-connect t))
-        (eglot major-mode project 'nagent-eglot-server
+        (eglot (list major-mode) project (quote nagent-eglot-server)
                (copy-sequence nagent-server-command) language-id)
         (or (eglot-current-server)
             (error "nagent: could not connect to %s"
@@ -328,7 +330,7 @@ Signals `nagent-error' with the server's message on failure."
          (label (or label command))
          (buffer (current-buffer))
          (start (float-time))
-         (done nil) result failure cancel)
+         (done nil) (shown nil) result failure cancel)
     (if (eq backend 'lsp-mode) (nagent-lsp-mode--flush) (nagent--eglot-flush))
     (setq nagent--progress-text nil)
     (let ((eglot-confirm-server-initiated-edits (and nagent-confirm-edits 'confirm))
@@ -352,10 +354,15 @@ Signals `nagent-error' with the server's message on failure."
                                           (nagent-lsp-mode--progress-text server))
                                       nagent--progress-text)))
                       (when (> elapsed 0.5)
-                        (let ((message-log-max nil))
-                          (message "nagent: %s%s… %ds" label
-                                   (if progress (concat " — " progress) "")
-                                   (round elapsed)))))
+                        (let ((text (format "nagent: %s… %ds%s" label (round elapsed)
+                                            (if progress
+                                                (concat " — " (string-remove-prefix
+                                                               "nagent: " progress))
+                                              ""))))
+                          (unless (equal text shown)
+                            (setq shown text)
+                            (let ((message-log-max nil))
+                              (message "%s" text))))))
                     (accept-process-output nil 0.1))))
               (setq completed t))
           (unless completed
@@ -675,8 +682,10 @@ Returns the status plist."
 
 ;;;; lsp-mode support
 
+(provide 'nagent)
+
+;; After `provide', so that nagent-lsp-mode's (require 'nagent) is satisfied
+;; even when lsp-mode was loaded first.
 (with-eval-after-load 'lsp-mode
   (require 'nagent-lsp-mode nil t))
-
-(provide 'nagent)
 ;;; nagent.el ends here

@@ -95,6 +95,17 @@ class Editor:
             types.ExecuteCommandParams(command=name, arguments=list(arguments))
         )
 
+    def start_command(self, name: str, *arguments: Any) -> tuple[Any, asyncio.Future]:
+        """Send a command without waiting; returns (request id, future) so a test can cancel it."""
+        params = types.ExecuteCommandParams(command=name, arguments=list(arguments))
+        before = set(self.client.protocol._request_futures)
+        future = asyncio.wrap_future(self.client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params))
+        new = set(self.client.protocol._request_futures) - before
+        return (new.pop() if new else None), future
+
+    def cancel_request(self, request_id: Any) -> None:
+        self.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=request_id))
+
     async def command_error(self, name: str, *arguments: Any) -> JsonRpcException:
         try:
             result = await self.command(name, *arguments)

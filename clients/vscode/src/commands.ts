@@ -36,23 +36,10 @@ import {
   SummarizeResult,
 } from './pure/protocol';
 import { describeLaunch } from './pure/serverCommand';
+import { Commands } from './pure/ids';
 import { DocumentSnapshot, TestReporter } from './pure/testReport';
 import { ViewProvider } from './views';
 
-export const Commands = {
-  editSelection: 'nagent.vscode.editSelection',
-  editFile: 'nagent.vscode.editFile',
-  openConversation: 'nagent.vscode.openConversation',
-  showHistory: 'nagent.vscode.showHistory',
-  showCoedits: 'nagent.vscode.showCoedits',
-  split: 'nagent.vscode.split',
-  patch: 'nagent.vscode.patch',
-  summarize: 'nagent.vscode.summarize',
-  clearConversation: 'nagent.vscode.clearConversation',
-  showStatus: 'nagent.vscode.showStatus',
-  restart: 'nagent.vscode.restart',
-  showLog: 'nagent.vscode.showLog',
-} as const;
 
 const SPLITS_KEY = 'nagent.splitIndexes';
 

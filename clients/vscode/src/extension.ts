@@ -1,7 +1,8 @@
 /** Entry point: wires the client, the commands, settings and the test hook together. */
 import * as vscode from 'vscode';
 import { NagentClient } from './client';
-import { CommandHandlers, Commands } from './commands';
+import { CommandHandlers } from './commands';
+import { Commands } from './pure/ids';
 import { errorMessage } from './pure/format';
 import { SECTION, SERVER_LAUNCH_SECTION } from './pure/settings';
 import { TestReporter } from './pure/testReport';
@@ -59,7 +60,11 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
   } catch {
     // already reported (notification + log); commands retry the start.
   }
-  handlers.report('activated', client.running, { serverCommands: client.serverCommands(), launch: client.launch });
+  handlers.report('activated', client.running, {
+    serverCommands: client.serverCommands(),
+    hoverProvider: Boolean(client.client?.initializeResult?.capabilities.hoverProvider),
+    launch: client.launch,
+  });
 }
 
 async function showInstallHelp(ctx: vscode.ExtensionContext): Promise<void> {

@@ -49,4 +49,6 @@ class ShellPermission:
             return ShellDecision(True, "allowed by the user (Always)")
         if answer == DENY:
             return ShellDecision(False, "the user denied this shell command")
-        return ShellDecision(False, "shell command not run: the user could not be asked or did not answer (nagent.shell is 'ask')")
+        return ShellDecision(
+            False, "shell command not run: the user could not be asked or did not answer (nagent.shell is 'ask')"
+        )

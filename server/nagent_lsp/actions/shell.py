@@ -54,17 +54,20 @@ async def run_shell(
     environ = dict(os.environ if env is None else env)
     for name in hide_env:
         environ.pop(name, None)
-    proc = await asyncio.create_subprocess_exec(
-        shutil.which("bash") or "/bin/sh",
-        "-c",
-        cmd,
-        cwd=str(cwd),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-        env=environ,
-    )
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            shutil.which("bash") or "/bin/sh",
+            "-c",
+            cmd,
+            cwd=str(cwd),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            env=environ,
+        )
+    except OSError as exc:  # a missing cwd, no shell: a result for the model, not a crashed run
+        return ShellResult(None, f"could not start the command: {exc}", False, None, False, False)
     captured = bytearray()
     total = 0
 
@@ -108,7 +111,8 @@ async def run_shell(
     if total <= inline_limit and len(text) <= inline_limit:
         return ShellResult(exit_code, text, False, None, timed_out, interrupted, stopped, total)
     spilled = _spill(outputs_dir, bytes(captured), total) if outputs_dir is not None else None
-    return ShellResult(exit_code, _cap(text, inline_limit, total, spilled), True, spilled, timed_out, interrupted, stopped, total)
+    capped = _cap(text, inline_limit, total, spilled)
+    return ShellResult(exit_code, capped, True, spilled, timed_out, interrupted, stopped, total)
 
 
 async def _stop_group(proc: asyncio.subprocess.Process, waiter: asyncio.Task) -> None:

@@ -67,7 +67,8 @@ def check_write(
 
 
 def find_segment_dirs(splits_root: Path, target: Path, target_file_id: str | None = None) -> list[Path]:
-    """The split folders (`splits/*/index.json`) whose source is the target, by file id or by path."""
+    """The split folders (`splits/*/index.json`) whose source is the target: by file id when known (the
+    target may have been renamed since it was split), else by path."""
     target = Path(target).resolve()
     found: list[Path] = []
     if not Path(splits_root).is_dir():
@@ -79,11 +80,11 @@ def find_segment_dirs(splits_root: Path, target: Path, target_file_id: str | Non
             continue  # a damaged or foreign index is not ours to trust
         if not isinstance(source, str):
             continue
-        source_path = Path(source)
+        # The source must still exist: a split of a file that is gone (or was replaced) is stale.
         try:
-            same = file_id_for(source_path) == target_file_id if target_file_id else False
+            source_id = file_id_for(source)
         except OSError:
-            same = False
-        if same or source_path.resolve() == target:
+            continue
+        if source_id == target_file_id if target_file_id else Path(source).resolve() == target:
             found.append(index.parent)
     return found

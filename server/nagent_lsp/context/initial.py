@@ -61,7 +61,8 @@ def build_initial_context(
     if rules.strip():
         parts.append(_neutral(rules.strip()))
     if root_context.strip():
-        parts.append("Root context (from the user's and the project's .nagent/context files):\n" + _neutral(root_context.strip()))
+        heading = "Root context (from the user's and the project's .nagent/context files):"
+        parts.append(heading + "\n" + _neutral(root_context.strip()))
     parts.append(_instance(facts))
     if file_history.strip():
         parts.append(_wrapped("file-history", _neutral(file_history.strip())))
@@ -95,8 +96,9 @@ def _instance(facts: InstanceFacts) -> str:
 
 
 def _target(path: str, text: str | None, version: int | None) -> str:
+    read = f'<nagent-read path="{path}"/>'
     if text is None:
-        return _block("target-file", f"The text of {path} is not included; read it with <nagent-read path=\"{path}\"/>.")
+        return _block("target-file", f"The text of {path} is not included; read it with {read}.")
     size = len(text.encode("utf-8"))
     if size > INLINE_LIMIT:
         return _block(
@@ -107,11 +109,14 @@ def _target(path: str, text: str | None, version: int | None) -> str:
         )
     if CLOSE_TAG in text:
         # Inlining would end this block early when the conversation is parsed back.
-        return _block("target-file", f"{path} contains this block's closing tag, so it is not inlined; read it with <nagent-read path=\"{path}\"/>.")
+        return _block("target-file", f"{path} contains this block's closing tag, so it is not inlined; read it with {read}.")
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     version_attr = f" version={version}" if version is not None else ""
     newline_attr = "" if not text or text.endswith("\n") else " final_newline=no"
-    header = f'path="{path}" bytes={size} lines={lines}{version_attr}{newline_attr} (the editor\'s current text, unsaved edits included)'
+    header = (
+        f'path="{path}" bytes={size} lines={lines}{version_attr}{newline_attr}'
+        " (the editor's current text, unsaved edits included)"
+    )
     return _block("target-file", text, header)
 
 

@@ -88,7 +88,7 @@ def parse_blocks(text: str) -> list[Block]:
         if not stripped:
             pos = line_end + 1
             continue
-        p = pos + len(line) - len(line.lstrip(" \t"))
+        p = pos + len(line) - len(line.lstrip())
         if stripped == INTERRUPTED:
             flush()
             blocks.append(Block(INTERRUPTED_KIND, p, p + len(INTERRUPTED), INTERRUPTED))

@@ -147,7 +147,8 @@ def _clean(raw: Any) -> Entries:
             continue
         path, conversation = entry.get("path"), entry.get("conversation")
         if isinstance(path, str) and isinstance(conversation, str) and conversation:
-            entries[str(key)] = {"file_id": str(entry.get("file_id") or key), "path": path, "conversation": conversation}
+            file_id = str(entry.get("file_id") or key)
+            entries[str(key)] = {"file_id": file_id, "path": path, "conversation": conversation}
     return entries
 
 
@@ -304,7 +305,9 @@ class ConversationStore:
 
     def saved_path(self, name: str) -> Path:
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
-            raise ConversationError(f"invalid conversation name '{name}': use a plain file name (no '/', no leading '.')")
+            raise ConversationError(
+                f"invalid conversation name '{name}': use a plain file name (no '/', no leading '.')"
+            )
         return self.directory / SAVED_DIR / name
 
     def saved_names(self) -> list[str]:

@@ -110,6 +110,105 @@ class RepoIndex:
         self.changes.append(tuple(touched))
         return cid
 
+    @classmethod
+    def from_log_stream(cls, chunks: Iterable[bytes]) -> "RepoIndex":
+        """Build from the raw `git log -z --name-status -M` stream (newest first) while it streams in.
+
+        The hot path of a cold build: bytes are interned without decoding repeats, and ids are assigned in stream
+        order (newest = 0) then flipped once at the end, so no second pass over parsed objects is needed. Must give
+        exactly what `extend_newest_first(parse_log(...))` gives (a test checks it)."""
+        index = cls()
+        pids: dict[bytes, int] = {}
+        people: dict[bytes, int] = {}
+        paths, hashes, author, time, subject, merge, changes = (
+            index.paths, index.hashes, index.author, index.time, index.subject, index.merge, index.changes
+        )
+        by_path: dict[int, list[int]] = {}
+        renames: list[tuple[int, int, int]] = []  # (stream cid, old pid, new pid)
+        dead = index.dead
+
+        def intern(raw: bytes) -> tuple[int, bool]:
+            pid = pids.get(raw)
+            if pid is not None:
+                return pid, False
+            pid = pids[raw] = len(paths)
+            paths.append(raw.decode("utf-8", "surrogateescape"))
+            return pid, True
+
+        def ingest(record: bytes) -> None:
+            head, sep, rest = record.partition(b"\0")
+            fields = head.split(b"\x1f", 5)
+            if len(fields) != 6:
+                return
+            cid = len(hashes)
+            hashes.append(fields[0].decode("ascii"))
+            key = fields[2] + b"\x1f" + fields[3]
+            aid = people.get(key)
+            if aid is None:
+                aid = people[key] = len(index.people)
+                index.people.append((fields[2].decode("utf-8", "surrogateescape"),
+                                     fields[3].decode("utf-8", "surrogateescape")))
+            author.append(aid)
+            try:
+                time.append(int(fields[4]))
+            except ValueError:
+                time.append(0)
+            subject.append(fields[5].decode("utf-8", "surrogateescape"))
+            merge.append(b" " in fields[1])
+            touched: list[int] = []
+            if sep and len(rest) > 1:
+                tokens = rest[1:].split(b"\0") if rest[:1] == b"\n" else rest.split(b"\0")
+                n = len(tokens) - 1
+                i = 0
+                while i < n:
+                    status = tokens[i][:1]
+                    if status == b"R" or status == b"C":
+                        if i + 2 > n:
+                            break
+                        pid, first = intern(tokens[i + 2])
+                        if status == b"R":
+                            oid, ofirst = intern(tokens[i + 1])
+                            renames.append((cid, oid, pid))
+                            if ofirst:  # newest first: the first sighting is the latest state
+                                dead.add(oid)
+                        i += 3
+                    else:
+                        if i + 1 > n:
+                            break
+                        pid, first = intern(tokens[i + 1])
+                        if first and status == b"D":
+                            dead.add(pid)
+                        i += 2
+                    touched.append(pid)
+                    lst = by_path.get(pid)
+                    if lst is None:
+                        by_path[pid] = [cid]
+                    else:
+                        lst.append(cid)
+            changes.append(tuple(touched))
+
+        tail = b""
+        for chunk in chunks:
+            parts = (tail + chunk).split(b"\x01")
+            tail = parts.pop()
+            for part in parts:
+                if part:
+                    ingest(part)
+        if tail:
+            ingest(tail)
+        # flip to ascending ids (oldest = 0)
+        last = len(hashes) - 1
+        for seq in (hashes, author, time, subject, merge, changes):
+            seq.reverse()
+        index.hash_ids = {h: i for i, h in enumerate(hashes)}
+        index.by_path = {pid: [last - c for c in reversed(ids)] for pid, ids in by_path.items()}
+        for cid, oid, pid in reversed(renames):
+            index.renames_into.setdefault(pid, []).append((last - cid, oid))
+            index.renames_from.setdefault(oid, []).append((last - cid, pid))
+        index.path_ids = {p: i for i, p in enumerate(paths)}
+        index.people_ids = {p: i for i, p in enumerate(index.people)}
+        return index
+
     def extend_newest_first(self, commits: Iterable[RawCommit]) -> int:
         """Append a batch given in git's order (newest first). Returns how many were new."""
         batch = list(commits)

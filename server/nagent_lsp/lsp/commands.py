@@ -31,6 +31,9 @@ def register_command(server: Any, name: str, handler: Handler) -> None:
     @server.command(name)
     async def run(ls: Any, *arguments: Any) -> Any:
         raw = list(arguments)
+        request_id = ls.protocol.current_request_id()
+        if request_id is not None:
+            ls.running[request_id] = asyncio.current_task()
         try:
             if inspect.iscoroutinefunction(handler):
                 return await handler(ls, raw)
@@ -45,5 +48,7 @@ def register_command(server: Any, name: str, handler: Handler) -> None:
         except Exception as exc:
             log.exception("%s crashed", name)
             raise JsonRpcInternalError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            ls.running.pop(request_id, None)
 
     run.__name__ = f"command_{name.replace('.', '_')}"

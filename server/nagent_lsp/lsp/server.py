@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from nagent_lsp import __version__
@@ -13,9 +14,23 @@ from nagent_lsp.lsp import logs
 from nagent_lsp.workflows.session import Session
 
 
+class NagentProtocol(LanguageServerProtocol):
+    """pygls cancels a request only before it starts; our long commands run as tasks we cancel ourselves."""
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        super()._handle_cancel_notification(msg_id)
+        task = self._server.running.pop(msg_id, None)
+        if task is not None and not task.done():
+            task.cancel()
+
+    def current_request_id(self) -> Any:
+        return self._ctx_msg_id.get(None)
+
+
 class NagentServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("nagent-lsp", __version__)
+        super().__init__("nagent-lsp", __version__, protocol_cls=NagentProtocol)
+        self.running: dict[Any, Any] = {}  # request id -> the asyncio task serving it
         self.session = Session()
         self.client_ready = False
         self.reported_problems: set[str] = set()
@@ -37,10 +52,10 @@ class NagentServer(LanguageServer):
 
 
 def create_server() -> NagentServer:
-    from nagent_lsp.lsp.features import lifecycle, status
+    from nagent_lsp.lsp.features import conversation, edit, history, lifecycle, splitpatch, status
 
     server = NagentServer()
-    for feature in (lifecycle, status):
+    for feature in (lifecycle, status, edit, conversation, history, splitpatch):
         feature.register(server)
     logs.attach_client(server)
     return server

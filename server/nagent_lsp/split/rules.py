@@ -1,8 +1,8 @@
 """Split types, their extensions, and the boundary rules of each type.
 
-A rule set is one multiline regex over the file's UTF-8 bytes. Every named group is a kind of boundary:
-`a_*` groups mark a break *after* the matched line (the match end), `b_*` groups a break *before* the
-line (the match start). Each kind maps to tiers by bracket depth at the break: (max_depth or None, tier),
+A rule set is one regex over the file's UTF-8 bytes, matched at each newline against the line that
+follows it. Every named group is a kind of boundary: `a_*` groups mark a break *after* the matched line
+(the group's end), `b_*` groups a break *before* the line (the group's start). Each kind maps to tiers by bracket depth at the break: (max_depth or None, tier),
 first match wins; a kind whose depth condition fails still counts at tier 0, so a stray brace in a string
 degrades the choice instead of removing every boundary. Higher tiers are better places to cut.
 """
@@ -89,7 +89,9 @@ def _xml_depth(data: bytes, a: int, b: int) -> int:
 
 
 def _rules(body: bytes, tiers: dict, depth=None, hop_back: tuple[bytes, ...] = ()) -> RuleSet:
-    return RuleSet(re.compile(rb"(?m)^(?:" + body + rb")"), tiers, depth, hop_back)
+    # Anchored on a literal "\n" (not (?m)^) so the regex engine jumps between newlines at memchr speed;
+    # the rules sit in a lookahead so a match consumes only that newline and never hides the next line.
+    return RuleSet(re.compile(rb"\n(?=" + body + rb")"), tiers, depth, hop_back)
 
 
 _ANY = ((None, 1),)

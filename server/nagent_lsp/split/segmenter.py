@@ -55,13 +55,13 @@ class _Cutter:
     def candidates(self, begin: int, end: int):
         """(position, group) for every boundary p with begin < p <= end, in order."""
         data = self.data
-        # ^ only matches after a newline, so start at the line holding `begin` to see "after" matches.
-        scan_from = data.rfind(b"\n", 0, begin) + 1
+        # Matches sit on the newline before a line: start at the one before the line holding `begin`.
+        scan_from = max(data.rfind(b"\n", 0, begin), 0)
         for m in self.rules.pattern.finditer(data, scan_from):
-            if m.start() > end:
+            if m.start() >= end:
                 break
             group = m.lastgroup
-            p = m.end() if group[0] == "a" else m.start()
+            p = m.end(group) if group[0] == "a" else m.start(group)
             if begin < p <= end:
                 yield p, group
 
@@ -133,6 +133,11 @@ def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:
                 best_p, best_tier, best_group = p, t, group
                 if t == top:
                     break
+        if best_tier < 0 and reach - start > 2 * target:
+            # The line reaching the target is huge: end before it rather than drag it into this segment.
+            early = list(cutter.candidates(start, floor - 1))
+            if early:
+                best_p, best_group = early[-1]
         cut = best_p
         if best_group.startswith("b") and rules.hop_back:
             cut = cutter.hop_back(cut, start)

@@ -13,8 +13,8 @@ export function formatCount(n: number | undefined | null): string {
 
 export function formatTokens(t: Tokens | undefined | null): string {
   if (!t) return '';
-  const turns = t.turns !== undefined ? `, ${t.turns} turn${t.turns === 1 ? '' : 's'}` : '';
-  return `${formatCount(t.input)} in / ${formatCount(t.output)} out${turns}`;
+  const turns = typeof t.turns === 'number' ? `${t.turns} turn${t.turns === 1 ? '' : 's'}, ` : '';
+  return `${turns}${formatCount(t.input)} in / ${formatCount(t.output)} out`;
 }
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'failed';
@@ -82,11 +82,14 @@ export function editNotice(r: EditResult): Notice {
     const n = r.edits ?? 0;
     return {
       level: 'info',
-      message: `nagent applied ${n} edit${n === 1 ? '' : 's'}${tokens}${response ? `: ${response}` : ''}`,
+      message: `nagent applied ${n} edit${n === 1 ? '' : 's'}${response ? `: ${response}` : '.'}${tokens}`,
     };
   }
   const reason = r.reason ? `: ${r.reason}` : '';
-  return { level: r.reason && /no change/i.test(r.reason) ? 'info' : 'warning', message: `nagent did not change the file${reason}${tokens}${response ? ` — ${response}` : ''}` };
+  return {
+    level: r.reason && /no change/i.test(r.reason) ? 'info' : 'warning',
+    message: `nagent did not change the file${reason}${response ? ` — ${response}` : ''}${tokens}`,
+  };
 }
 
 export function patchNotice(r: PatchResult): Notice {

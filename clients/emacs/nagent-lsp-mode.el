@@ -1,0 +1,171 @@
+;;; nagent-lsp-mode.el --- lsp-mode support for nagent  -*- lexical-binding: t -*-
+
+;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
+
+;; This file is not part of GNU Emacs.
+
+;;; Commentary:
+
+;; Registers nagent-lsp as an lsp-mode *add-on* client, so it runs beside
+;; the buffer's usual language server, and lets the `nagent-*' commands talk
+;; through lsp-mode when the buffer uses it.  nagent.el loads this file
+;; automatically once lsp-mode is loaded; nothing here needs lsp-mode at
+;; compile time.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'nagent)
+
+(defvar lsp-mode)
+(defvar lsp--buffer-workspaces)
+(defvar lsp--cur-workspace)
+(defvar lsp-client-settings)
+(declare-function lsp "lsp-mode" (&optional arg))
+(declare-function lsp-register-client "lsp-mode" (client))
+(declare-function make-lsp-client "lsp-mode" (&rest args))
+(declare-function lsp-stdio-connection "lsp-mode" (command &optional test-command))
+(declare-function lsp-request-async "lsp-mode" (method params callback &rest args))
+(declare-function lsp-cancel-request-by-token "lsp-mode" (cancel-token))
+(declare-function lsp-notify "lsp-mode" (method params))
+(declare-function lsp--buffer-uri "lsp-mode" ())
+(declare-function lsp--region-to-range "lsp-mode" (start end))
+(declare-function lsp--flush-delayed-changes "lsp-mode" ())
+(declare-function lsp--workspace-client "lsp-mode" (workspace))
+(declare-function lsp--workspace-status "lsp-mode" (workspace))
+(declare-function lsp--workspace-work-done-tokens "lsp-mode" (workspace))
+(declare-function lsp--client-server-id "lsp-mode" (client))
+(declare-function lsp-configuration-section "lsp-mode" (section))
+
+(defcustom nagent-lsp-mode-activation t
+  "Where lsp-mode starts nagent-lsp (as an add-on beside other servers).
+t: every file buffer that uses lsp-mode; nil: only when a nagent
+command asks for it; a list: buffers in one of these major modes."
+  :type '(choice (const :tag "Every lsp-mode file buffer" t)
+                 (const :tag "Only on demand" nil)
+                 (repeat :tag "These major modes" symbol))
+  :group 'nagent)
+
+(defvar nagent-lsp-mode--force nil
+  "Non-nil while a nagent command starts the server on demand.")
+
+(defun nagent-lsp-mode--activate-p (file-name mode)
+  "Whether lsp-mode should start nagent-lsp for FILE-NAME in MODE."
+  (and file-name
+       (or nagent-lsp-mode--force
+           (eq nagent-lsp-mode-activation t)
+           (and (consp nagent-lsp-mode-activation)
+                (memq mode nagent-lsp-mode-activation)))
+       t))
+
+(defun nagent-lsp-mode--flatten (plist prefix)
+  "Flatten the settings PLIST into (\"PREFIX.key\" value boolean?) triples."
+  (cl-loop for (k v) on plist by #'cddr
+           for path = (concat prefix "." (string-remove-prefix ":" (format "%s" k)))
+           if (and (consp v) (keywordp (car v)))
+           append (nagent-lsp-mode--flatten v path)
+           else collect (list path
+                              (cond ((eq v t) t) ((eq v :json-false) nil) (t v))
+                              (memq v '(t :json-false)))))
+
+(defun nagent-lsp-mode--register-settings ()
+  "Publish `nagent-settings' as lsp-mode's \"nagent\" configuration section."
+  (let ((mine (nagent-lsp-mode--flatten nagent-settings "nagent")))
+    (if (hash-table-p lsp-client-settings)
+        ;; Newer lsp-mode: path -> (value boolean?).
+        (progn
+          (dolist (path (cl-loop for k being the hash-keys of lsp-client-settings
+                                 when (string-prefix-p "nagent." k) collect k))
+            (remhash path lsp-client-settings))
+          (dolist (entry mine)
+            (puthash (car entry) (cdr entry) lsp-client-settings)))
+      (setq lsp-client-settings
+            (append mine
+                    (cl-remove-if (lambda (entry) (string-prefix-p "nagent." (car entry)))
+                                  lsp-client-settings))))))
+
+(defun nagent-lsp-mode--init-options ()
+  "Initialization options for a new nagent-lsp workspace."
+  (nagent-lsp-mode--register-settings)
+  (nagent--settings-json))
+
+(defun nagent-lsp-mode--server-id (workspace)
+  "lsp-mode server id of WORKSPACE."
+  (lsp--client-server-id (lsp--workspace-client workspace)))
+
+(defun nagent-lsp-mode--find ()
+  "The buffer's initialized nagent-lsp workspace, if any."
+  (cl-find-if (lambda (ws) (and (eq (nagent-lsp-mode--server-id ws) 'nagent-lsp)
+                                (eq (lsp--workspace-status ws) 'initialized)))
+              lsp--buffer-workspaces))
+
+(defun nagent-lsp-mode--workspace (&optional start)
+  "Return the buffer's nagent-lsp workspace; with START, start it if needed."
+  (or (nagent-lsp-mode--find)
+      (when start
+        (nagent--file-or-error)
+        (let ((nagent-lsp-mode--force t))
+          (lsp))
+        (let ((deadline (+ (float-time) 30)))
+          (while (and (not (nagent-lsp-mode--find)) (< (float-time) deadline))
+            (accept-process-output nil 0.05)))
+        (or (nagent-lsp-mode--find)
+            (error "nagent: lsp-mode could not start %s"
+                   (string-join nagent-server-command " "))))))
+
+(defun nagent-lsp-mode--send (workspace command argument on-success on-error)
+  "Send COMMAND with ARGUMENT to WORKSPACE only; return a cancel function."
+  (let ((token (format "nagent-%s-%s" command (float-time)))
+        (lsp--cur-workspace workspace))
+    (lsp-request-async "workspace/executeCommand"
+                       (list :command command :arguments (vector argument))
+                       on-success
+                       :mode 'detached
+                       :error-handler on-error
+                       :cancel-token token)
+    (lambda () (lsp-cancel-request-by-token token))))
+
+(defun nagent-lsp-mode--flush ()
+  "Send lsp-mode's debounced didChange notifications now."
+  (when (fboundp 'lsp--flush-delayed-changes)
+    (lsp--flush-delayed-changes)))
+
+(defun nagent-lsp-mode--uri ()
+  "URI of the current buffer as lsp-mode spells it."
+  (lsp--buffer-uri))
+
+(defun nagent-lsp-mode--range (beg end)
+  "LSP range of BEG..END as lsp-mode computes it."
+  (lsp--region-to-range beg end))
+
+(defun nagent-lsp-mode--progress-text (workspace)
+  "Text of WORKSPACE's running work-done progress, or nil."
+  (let (texts)
+    (maphash (lambda (_token value)
+               (let ((v (nagent--normalize value)))
+                 (push (string-join (delq nil (list (plist-get v :title)
+                                                    (plist-get v :message)))
+                                    " ")
+                       texts)))
+             (lsp--workspace-work-done-tokens workspace))
+    (and texts (string-join texts " | "))))
+
+(defun nagent-lsp-mode--notify-settings (workspace)
+  "Send the current `nagent-settings' to WORKSPACE."
+  (nagent-lsp-mode--register-settings)
+  (let ((lsp--cur-workspace workspace))
+    (lsp-notify "workspace/didChangeConfiguration"
+                (list :settings (list :nagent (nagent--settings-json))))))
+
+(lsp-register-client
+ (make-lsp-client
+  :new-connection (lsp-stdio-connection (lambda () nagent-server-command))
+  :activation-fn #'nagent-lsp-mode--activate-p
+  :add-on? t
+  :priority -1
+  :initialization-options #'nagent-lsp-mode--init-options
+  :server-id 'nagent-lsp))
+
+(provide 'nagent-lsp-mode)
+;;; nagent-lsp-mode.el ends here

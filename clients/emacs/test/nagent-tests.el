@@ -1,0 +1,173 @@
+;;; nagent-tests.el --- ERT tests of nagent.el against the real server  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; Loaded by nagent-eglot-test.el and nagent-lsp-mode-test.el, which set
+;; `nagent-test-backend' first; the same tests run once per back end.
+
+;;; Code:
+
+(require 'nagent-test-helpers)
+
+(ert-deftest nagent-status-reports-settings ()
+  "initializationOptions reach the server; the state root is the repository's."
+  (nagent-test-with-file ()
+    (let ((status (nagent-status)))
+      (should (stringp (plist-get status :version)))
+      (should (equal (plist-get status :model) "fake-model"))
+      (should (nagent--true-p (plist-get status :modelConfigured)))
+      (should (member "initializationOptions" (append (plist-get status :configSources) nil)))
+      (should (equal (file-name-as-directory (file-truename (plist-get status :stateRoot)))
+                     (file-name-as-directory (expand-file-name ".nagent" repo)))))))
+
+(ert-deftest nagent-settings-answer-workspace-configuration ()
+  "The client answers workspace/configuration for section \"nagent\"."
+  (nagent-test-with-file ()
+    ;; The server pulls the section right after `initialized', asynchronously.
+    (should (nagent-test-wait-for
+             (lambda () (member "workspace/configuration"
+                                (append (plist-get (nagent-status) :configSources) nil)))))
+    (let ((nagent-settings (plist-put (copy-sequence nagent-settings) :model "changed-model")))
+      (nagent-settings-changed)
+      (should (nagent-test-wait-for
+               (lambda () (equal (plist-get (nagent-status) :model) "changed-model")))))))
+
+(ert-deftest nagent-bad-argument-is-an-error ()
+  "A server error reaches Lisp as `nagent-error' with the server's message."
+  (nagent-test-with-file ()
+    (let ((err (should-error (nagent-command "nagent.status" (list :bogus 1))
+                             :type 'nagent-error)))
+      (should (string-match-p "bogus" (cadr err))))))
+
+(ert-deftest nagent-history-buffer-shows-commits ()
+  (nagent-test-with-file ()
+    (nagent-test-require-command "nagent.history")
+    (let ((res (nagent-history)))
+      (should (= (length (plist-get res :commits)) 3))
+      (let ((text (nagent-test-buffer-text "*nagent-history*")))
+        (should (string-match-p "History of a\\.py" text))
+        (should (string-match-p "Fix off-by-one in size" text))
+        (should (string-match-p "Teach the caller about sizes" text))
+        (should (string-match-p "Add fetch helper and its caller" text))
+        (should (string-match-p "Alice Example" text))
+        (should (string-match-p "Bob Example" text))
+        ;; c.md was never changed with a.py, so it is no co-edit of it.
+        (should-not (string-match-p "Document the project" text))
+        (should (string-match-p "b\\.py" text))))))
+
+(ert-deftest nagent-coedits-buffer-opens-files ()
+  (nagent-test-with-file ()
+    (nagent-test-require-command "nagent.coedits")
+    (let ((res (nagent-coedits)))
+      (should (equal (mapcar (lambda (r) (plist-get r :path)) (plist-get res :rows))
+                     '("b.py")))
+      (with-current-buffer "*nagent-coedits*"
+        (goto-char (point-min))
+        (should (search-forward "b.py" nil t))
+        (let ((button (button-at (1- (point)))))
+          (should button)
+          (save-window-excursion
+            (button-activate button)
+            (should (equal (buffer-file-name (window-buffer (selected-window)))
+                           (expand-file-name "b.py" repo)))))))))
+
+(ert-deftest nagent-hover-shows-history ()
+  (nagent-test-with-file ()
+    (unless (nagent--get (pcase (car (nagent--connection))
+                                ('eglot (eglot--capabilities (cdr (nagent--connection))))
+                                (_ (nagent--normalize (lsp--workspace-server-capabilities
+                                                       (cdr (nagent--connection))))))
+                              :hoverProvider)
+      (ert-skip "no hover yet"))
+    (goto-char (point-min))
+    (let ((md (nagent-test-hover)))
+      (should (string-match-p "3 commits" md))
+      (should (string-match-p "Alice Example" md)))))
+
+(ert-deftest nagent-conversation-opens ()
+  (nagent-test-with-file ()
+    (nagent-test-require-command "nagent.conversation.open")
+    (let ((path (save-window-excursion
+                  (let ((p (nagent-open-conversation)))
+                    (should (equal (buffer-file-name (window-buffer (selected-window)))
+                                   (expand-file-name p)))
+                    p))))
+      (should (string-prefix-p (expand-file-name ".nagent/conversations/" repo)
+                               (file-truename path)))
+      (should (find-buffer-visiting path)))))
+
+;;;; Edits (the model is the fake OpenAI server, scripted per test)
+
+(defconst nagent-test-a-edited
+  "def fetch(url, retries=3):\n    return get(url)\n\n\ndef size(items):\n    return len(items)\n")
+
+(defconst nagent-test-a-edited-twice
+  "def fetch(url, retries=3):\n    return get(url)\n\n\ndef size(items):\n    \"\"\"Count ITEMS.\"\"\"\n    return len(items)\n")
+
+(defun nagent-test--file-text (file)
+  "Contents of FILE on disk."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(ert-deftest nagent-edit-changes-buffer ()
+  "The scripted model rewrites the file; the buffer changes and the disk does not."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test-a-edited)
+                                           (nagent-test-response-reply "Added retries."))))
+    (nagent-test-require-command "nagent.edit")
+    (let ((res (nagent-edit "add a retries parameter to fetch")))
+      (should (nagent--true-p (plist-get res :applied)))
+      (should (> (plist-get res :edits) 0))
+      (should (string-match-p "Added retries" (plist-get res :response)))
+      (should (equal (buffer-string) nagent-test-a-edited))
+      (should (buffer-modified-p))
+      (should (equal (nagent-test--file-text target) nagent-test-a-v3))
+      (should (= (length (nagent-test-fake-requests fake)) 2))
+      (should (string-match-p "add a retries parameter to fetch"
+                              (json-encode (nagent-test-fake-requests fake))))
+      ;; The request and the answer are in the file's conversation.
+      (let ((conv (plist-get (plist-get res :conversation) :path)))
+        (should (string-match-p "add a retries parameter to fetch"
+                                (nagent-test--file-text conv)))))))
+
+(ert-deftest nagent-two-edits-in-a-row ()
+  "Two edits back to back both apply (eglot's didChange is flushed first)."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test-a-edited)
+                                           (nagent-test-response-reply "one")
+                                           (nagent-test-write-reply target nagent-test-a-edited-twice)
+                                           (nagent-test-response-reply "two"))))
+    (nagent-test-require-command "nagent.edit")
+    (should (nagent--true-p (plist-get (nagent-edit "first") :applied)))
+    (should (equal (buffer-string) nagent-test-a-edited))
+    (let ((res (nagent-edit "second")))
+      (should (nagent--true-p (plist-get res :applied)))
+      (should (equal (buffer-string) nagent-test-a-edited-twice)))
+    ;; The second run saw the first edit's text: the server had the flushed buffer.
+    (should (string-match-p "retries=3" (json-encode (nth 2 (nagent-test-fake-requests fake)))))))
+
+(ert-deftest nagent-edit-region ()
+  "A region becomes the request's range and the edit applies."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test-a-edited-twice)
+                                           (nagent-test-response-reply "Documented size."))))
+    (nagent-test-require-command "nagent.edit")
+    (goto-char (point-min))
+    (search-forward "def size")
+    (let ((res (nagent-edit "document this function" (line-beginning-position) (point-max))))
+      (should (nagent--true-p (plist-get res :applied)))
+      (should (string-match-p "Count ITEMS" (buffer-string))))))
+
+(ert-deftest nagent-edit-then-conversation ()
+  "After an edit, the conversation opens and holds the request."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test-a-edited)
+                                           (nagent-test-response-reply "ok"))))
+    (nagent-test-require-command "nagent.edit")
+    (nagent-test-require-command "nagent.conversation.open")
+    (nagent-edit "add retries please")
+    (let ((path (save-window-excursion (nagent-open-conversation))))
+      (with-current-buffer (find-buffer-visiting path)
+        (should (string-match-p "add retries please" (buffer-string)))))))
+
+(provide 'nagent-tests)
+;;; nagent-tests.el ends here

@@ -1,0 +1,116 @@
+import { strict as assert } from 'assert';
+import { execFileSync } from 'child_process';
+import { test } from 'node:test';
+import * as manifest from '../../package.json';
+import {
+  contributedProperties,
+  explicitServerSettings,
+  Inspection,
+  nest,
+  sectionValue,
+  serverSettingKeys,
+} from '../../src/pure/settings';
+
+/** DESIGN §4 settings and the server's defaults (server/nagent_lsp/settings.py). */
+const SERVER_DEFAULTS: Record<string, unknown> = {
+  model: 'gpt-4.1-mini',
+  baseUrl: null,
+  apiKeyEnv: 'OPENAI_API_KEY',
+  temperature: 0.2,
+  maxOutputTokens: 8192,
+  requestTimeout: 120,
+  maxSteps: 25,
+  shell: 'ask',
+  shellTimeout: 120,
+  denyRead: ['.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
+  confirmEdits: false,
+  stateRoot: null,
+  'history.maxCommits': 200,
+  'history.maxChangesetFiles': 50,
+  'history.summarize': true,
+};
+
+test('every server setting of DESIGN §4 is contributed, with type, default and description', () => {
+  const props = contributedProperties();
+  assert.deepEqual(serverSettingKeys().sort(), Object.keys(SERVER_DEFAULTS).sort());
+  for (const key of Object.keys(SERVER_DEFAULTS)) {
+    const p = props[`nagent.${key}`];
+    assert.ok(p, `nagent.${key} missing`);
+    assert.ok(p.type, `nagent.${key} has no type`);
+    assert.ok('default' in p, `nagent.${key} has no default`);
+    assert.ok((p.description ?? p.markdownDescription ?? '').length > 10, `nagent.${key} has no description`);
+    assert.deepEqual(p.default, SERVER_DEFAULTS[key], `nagent.${key} default differs from the server's`);
+  }
+  assert.deepEqual(props['nagent.shell'].enum, ['allow', 'ask', 'deny']);
+});
+
+test('client-only launch settings exist and are not server settings', () => {
+  const props = contributedProperties();
+  assert.equal(props['nagent.server.command'].type, 'array');
+  assert.equal(props['nagent.server.python'].type, 'string');
+  assert.ok(!serverSettingKeys().some((k) => k.startsWith('server')));
+});
+
+test('contributed defaults agree with the real server (NAGENT_LSP_PYTHON)', (t) => {
+  const python = process.env.NAGENT_LSP_PYTHON;
+  if (!python) return t.skip('NAGENT_LSP_PYTHON not set');
+  const out = execFileSync(python, ['-c', 'import json; from nagent_lsp.settings import Settings; print(json.dumps(Settings().public()))'], {
+    encoding: 'utf8',
+  });
+  const server = JSON.parse(out) as Record<string, unknown>;
+  const flat: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(server)) {
+    if (k === 'history') for (const [hk, hv] of Object.entries(v as object)) flat[`history.${hk}`] = hv;
+    else flat[k] = v;
+  }
+  assert.deepEqual(Object.keys(flat).sort(), serverSettingKeys().sort());
+  const props = contributedProperties();
+  for (const [k, v] of Object.entries(flat)) assert.deepEqual(props[`nagent.${k}`].default, v, `default of ${k}`);
+});
+
+function reader(values: Record<string, { value: unknown; explicit: boolean }>) {
+  return {
+    get: (k: string) => values[k]?.value,
+    inspect: (k: string): Inspection | undefined =>
+      values[k] ? (values[k].explicit ? { defaultValue: 'd', workspaceValue: values[k].value } : { defaultValue: values[k].value }) : undefined,
+  };
+}
+
+test('only explicitly set server settings are sent, nested like the server expects', () => {
+  const cfg = reader({
+    model: { value: 'scripted', explicit: true },
+    baseUrl: { value: 'http://127.0.0.1:9/v1', explicit: true },
+    temperature: { value: 0.2, explicit: false },
+    stateRoot: { value: '', explicit: true },
+    apiKeyEnv: { value: null, explicit: true },
+    'history.maxCommits': { value: 7, explicit: true },
+    'history.summarize': { value: false, explicit: true },
+    'server.command': { value: ['/x/nagent-lsp'], explicit: true },
+  });
+  assert.deepEqual(explicitServerSettings(cfg), {
+    model: 'scripted',
+    baseUrl: 'http://127.0.0.1:9/v1',
+    history: { maxCommits: 7, summarize: false },
+  });
+});
+
+test('nothing set → empty object (the server keeps its own layers)', () => {
+  assert.deepEqual(explicitServerSettings(reader({})), {});
+});
+
+test('nest builds nested objects from dotted keys', () => {
+  assert.deepEqual(nest({ a: 1, 'h.x': 2, 'h.y': 3, 'p.q.r': 4 }), { a: 1, h: { x: 2, y: 3 }, p: { q: { r: 4 } } });
+});
+
+test('sectionValue answers workspace/configuration sections', () => {
+  const s = { model: 'm', history: { maxCommits: 3 } };
+  assert.deepEqual(sectionValue(s, 'nagent'), s);
+  assert.deepEqual(sectionValue(s, 'nagent.history'), { maxCommits: 3 });
+  assert.equal(sectionValue(s, 'nagent.history.maxCommits'), 3);
+  assert.equal(sectionValue(s, 'nagent.baseUrl'), null);
+  assert.equal(sectionValue(s, 'python'), undefined);
+});
+
+test('manifest declares no extensionDependencies (the Python extension is optional)', () => {
+  assert.equal((manifest as Record<string, unknown>).extensionDependencies, undefined);
+});

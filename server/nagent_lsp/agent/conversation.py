@@ -1,0 +1,44 @@
+"""A conversation file held for one run: re-read at the start, every append written atomically."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nagent_lsp.atomic import atomic_write_text
+from nagent_lsp.conversations.format import INITIAL_CONTEXT, append_block, set_initial_context
+from nagent_lsp.workflows.port import EditorPort
+
+
+@dataclass
+class ConversationFile:
+    path: Path
+    text: str
+
+    @classmethod
+    def open(cls, path: Path, port: EditorPort | None = None) -> "ConversationFile":
+        """The user's latest words win: an open buffer (unsaved edits included) over the file on disk."""
+        buffer = port.read_buffer(path) if port is not None else None
+        if buffer is not None:
+            return cls(path, buffer.text)
+        try:
+            with open(path, encoding="utf-8", newline="") as handle:
+                return cls(path, handle.read())
+        except FileNotFoundError:
+            return cls(path, "")
+
+    def set_context(self, context: str) -> None:
+        """`context` is a whole <initial_context> block (as the context builder makes it) or just its body."""
+        head, tail = f"<{INITIAL_CONTEXT}>\n", f"\n</{INITIAL_CONTEXT}>"
+        if context.startswith(head) and context.endswith(tail):
+            context = context[len(head) : -len(tail)]
+        self.text = set_initial_context(self.text, context)
+        self.save()
+
+    def append(self, *blocks: str) -> None:
+        for block in blocks:
+            self.text = append_block(self.text, block)
+        self.save()
+
+    def save(self) -> None:
+        atomic_write_text(self.path, self.text)

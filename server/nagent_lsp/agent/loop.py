@@ -1,0 +1,170 @@
+"""The model loop: send the conversation, parse the reply, run its actions, append results, repeat.
+
+Malformed replies get a visible <system> correction and at most MAX_ATTEMPTS tries per turn; the raw
+reply is kept in outputs/ rather than in the conversation, so a mistake is never replayed as an example.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.executor import child_depth_error, execute
+from nagent_lsp.agent.session import EditSession
+from nagent_lsp.atomic import atomic_write_text
+from nagent_lsp.conversations.format import (
+    TurnStatus,
+    agent_response_block,
+    last_turn_status,
+    next_input_block,
+    system_block,
+    to_messages,
+    user_prompt_block,
+    utc_stamp,
+)
+from nagent_lsp.conversations.identity import slug
+from nagent_lsp.llm import ModelCancelled, ModelError, ModelNotConfigured
+from nagent_lsp.protocol import (
+    MAX_ATTEMPTS,
+    Conversation,
+    Next,
+    ParsedReply,
+    Response,
+    advisories,
+    conversation_result_body,
+    correction,
+    exhausted_message,
+    parse_reply,
+    render_result,
+)
+
+
+class RunFailed(Exception):
+    """The run cannot go on (every attempt of a turn failed); nothing is applied."""
+
+
+@dataclass
+class LoopOutcome:
+    responses: list[str] = field(default_factory=list)
+    steps: int = 0
+    stopped_by_limit: bool = False
+
+
+async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome:
+    outcome = LoopOutcome()
+    max_steps = session.settings.maxSteps
+    while outcome.steps < max_steps:
+        outcome.steps += 1
+        session.report(f"turn {outcome.steps} · {session.tokens.input + session.tokens.output} tokens")
+        before = (session.tokens.input, session.tokens.output)
+        reply_text, parsed, finish = await _accepted_reply(session, convo, outcome.steps)
+        body = reply_text if not (parsed.ignored or parsed.duplicates or parsed.fabrication) else _clean(parsed)
+        blocks = [agent_response_block(body)]
+        blocks += [system_block(note) for note in advisories(parsed, _truncated(finish))]
+        blocks.append(_turn_status(session, convo, outcome.steps, before))
+        convo.append(*blocks)
+        ran_action, nexts = False, []
+        for action in parsed.actions:
+            if session.cancel.is_set():
+                raise ModelCancelled("cancelled")
+            if isinstance(action, Response):
+                outcome.responses.append(action.text)
+            elif isinstance(action, Next):
+                nexts.append(action.prompt)
+            else:
+                session.report(f"turn {outcome.steps} · {action.tag}")
+                convo.append(await execute(session, action))
+                ran_action = True
+        if nexts:
+            convo.append(*(next_input_block(p) for p in nexts))
+        if not ran_action and not nexts and _truncated(finish) is None:
+            return outcome
+    outcome.stopped_by_limit = True
+    convo.append(system_block(f"The run stopped after {max_steps} turns (setting nagent.maxSteps)."))
+    return outcome
+
+
+async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: int) -> tuple[str, ParsedReply, str | None]:
+    provider_failed = False
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            reply = await session.ask_model(to_messages(convo.text))
+        except (ModelCancelled, ModelNotConfigured):
+            raise
+        except ModelError as exc:
+            provider_failed = True
+            convo.append(system_block(f"Model provider error on attempt {attempt} of {MAX_ATTEMPTS}: {exc}"))
+            continue
+        provider_failed = False
+        session.tokens.add(reply.usage)
+        parsed = parse_reply(reply.text)
+        note = correction(parsed, _truncated(reply.finish_reason))
+        if note is None:
+            return reply.text, parsed, reply.finish_reason
+        kept = _keep_raw(session, convo, turn, attempt, reply.text)
+        convo.append(system_block(f"{note} (Attempt {attempt} of {MAX_ATTEMPTS}; the rejected reply is kept in {kept}, not in this conversation.)"))
+    message = exhausted_message(provider_failed)
+    convo.append(system_block(message))
+    raise RunFailed(message)
+
+
+def _truncated(finish_reason: str | None) -> str | None:
+    return finish_reason if finish_reason in ("length", "max_tokens") else None
+
+
+def _clean(parsed: ParsedReply) -> str:
+    """The accepted actions re-serialised, without the prose or junk around them."""
+    return "\n".join(action.to_tag() for action in parsed.actions)
+
+
+def _keep_raw(session: EditSession, convo: ConversationFile, turn: int, attempt: int, text: str) -> str:
+    path = session.outputs_dir() / f"{convo.path.name}.invalid-{turn}-{attempt}-{uuid.uuid4().hex[:8]}.txt"
+    atomic_write_text(path, text)
+    return str(path)
+
+
+def _turn_status(session: EditSession, convo: ConversationFile, turn: int, before: tuple[int, int]) -> str:
+    """This turn's tokens (all attempts) and the conversation's running totals across runs."""
+    previous = last_turn_status(convo.text)
+    used_in = session.tokens.input - before[0]
+    used_out = session.tokens.output - before[1]
+    return TurnStatus(
+        utc=utc_stamp(),
+        turn=(previous.turn + 1) if previous else turn,
+        tokens_in=used_in,
+        tokens_out=used_out,
+        tokens_in_total=(previous.tokens_in_total if previous else 0) + used_in,
+        tokens_out_total=(previous.tokens_out_total if previous else 0) + used_out,
+        estimated=session.tokens.estimated,
+    ).render()
+
+
+async def run_child(parent: EditSession, action: Conversation) -> str:
+    """A sub-conversation: an isolated child loop with its own conversation file and the same permissions."""
+    refused = child_depth_error(parent, action)
+    if refused:
+        return refused
+    conversations = parent.conversations_dir or (parent.state_root / "conversations")
+    name = slug(action.conversation_file) if action.conversation_file else f"child-{uuid.uuid4()}"
+    convo = ConversationFile.open(conversations / name)
+    if action.conversation_name:
+        saved = conversations / "saved" / slug(action.conversation_name)
+        if not saved.is_file():
+            body = conversation_result_body(1, "", f"saved conversation not found: {action.conversation_name}")
+            return render_result("conversation", {"conversation": name, "tokens_in": 0, "tokens_out": 0}, body)
+        convo.text = saved.read_text(encoding="utf-8")
+    child = parent.child()
+    if parent.child_context is not None:
+        convo.set_context(parent.child_context(name, "delegated"))
+    convo.append(user_prompt_block(action.prompt))
+    try:
+        outcome = await run_loop(child, convo)
+        exit_code, output, err = 0, "\n".join(outcome.responses), ""
+    except RunFailed as exc:
+        exit_code, output, err = 1, "", str(exc)
+    parent.tokens.absorb(child.tokens)
+    parent.staged = child.staged  # the child edits the same staged target
+    body = conversation_result_body(exit_code, output, err)
+    attrs = {"conversation": name, "tokens_in": child.tokens.input, "tokens_out": child.tokens.output}
+    return render_result("conversation", attrs, body)

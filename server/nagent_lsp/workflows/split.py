@@ -1,0 +1,85 @@
+"""`nagent.split {uri, targetBytes?, natural?}` -> `{indexPath, splitType, sha256, segments[...]}`.
+
+Splits what the user sees (the open buffer, unsaved edits included), else the file on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from nagent_lsp.split import SplitError, UnknownSplitType, split_text
+from nagent_lsp.workflows.errors import InvalidArgument, UserError
+from nagent_lsp.workflows.port import Buffer, EditorPort
+
+
+@dataclass(frozen=True)
+class SplitArgs:
+    uri: str
+    targetBytes: int | None = None
+    natural: bool = False
+
+
+def uri_to_path(uri: str, field: str = "uri") -> Path:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise InvalidArgument(field, f"expected a file:// URI, got {uri!r}")
+    path = url2pathname(unquote(parsed.path))
+    if parsed.netloc and parsed.netloc != "localhost":
+        path = f"//{parsed.netloc}{path}"
+    return Path(path)
+
+
+def read_source(port: EditorPort | None, path: Path) -> Buffer:
+    """The buffer the user sees, else the disk text (strict UTF-8: split/patch promise exact bytes)."""
+    buffer = port.read_buffer(path) if port is not None else None
+    if buffer is not None:
+        return buffer
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"not a file: {path}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return Buffer(path=path, text=text, version=None, uri=path.as_uri())
+
+
+def state_root_path(session: Any, path: Path) -> Path:
+    return session.state_root(path).ensure()
+
+
+def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"index": s["segment_index"], "startLine": s["start_line_num"], "endLine": s["end_line_num"], "path": s["path"]}
+        for s in index["segments"]
+    ]
+
+
+def split(session: Any, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
+    path = Path(os.path.abspath(uri_to_path(args.uri)))
+    if args.targetBytes is not None and args.targetBytes <= 0:
+        raise InvalidArgument("targetBytes", "must be a positive number of bytes")
+    source = read_source(port, path)
+    splits_dir = state_root_path(session, path) / "splits"
+    kwargs: dict[str, Any] = {"natural": args.natural}
+    if args.targetBytes is not None:
+        kwargs["target_bytes"] = args.targetBytes
+    try:
+        result = split_text(source.text, path, splits_dir, **kwargs)
+    except (SplitError, UnknownSplitType) as exc:
+        raise UserError(str(exc)) from None
+    index = result.index
+    return {
+        "indexPath": str(result.index_path),
+        "splitType": index["split_type"],
+        "sha256": index["source_sha256"],
+        "segments": segments_result(index),
+    }

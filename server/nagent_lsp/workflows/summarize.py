@@ -1,0 +1,81 @@
+"""`nagent.summarize {uri}` -> `{summary, mode, cached}`; also the `{file-summary}` text for the edit loop.
+
+The summary describes the text the user sees (the open buffer), cached by its content hash under
+`<state root>/cache/`: asking again for unchanged content costs nothing, an edit gives a fresh summary.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nagent_lsp.summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
+from nagent_lsp.workflows.errors import UserError
+from nagent_lsp.workflows.port import EditorPort
+from nagent_lsp.workflows.split import read_source, state_root_path, uri_to_path
+
+
+@dataclass(frozen=True)
+class SummarizeArgs:
+    uri: str
+
+
+def chat_model(session: Any) -> Any | None:
+    """The session's configured chat model, or None when no model is configured."""
+    settings = session.settings
+    environ = getattr(session, "environ", None)
+    if not settings.model_configured(environ):
+        return None
+    from nagent_lsp.adapters.openai_chat import ChatModel  # lazily: everything else works without a model
+
+    return ChatModel(settings, environ)
+
+
+def _not_configured(session: Any) -> UserError:
+    from nagent_lsp.adapters.openai_chat import not_configured_message
+
+    return UserError(not_configured_message(session.settings.apiKeyEnv))
+
+
+async def summarize_file(
+    session: Any, port: EditorPort | None, path: Path, complete: Complete | None = None
+) -> FileSummary:
+    source = read_source(port, path)
+    cache_dir = state_root_path(session, path) / "cache"
+    hit = cached_summary(source.text, cache_dir)
+    if hit is not None:
+        return hit
+    owned = None
+    if complete is None:
+        owned = chat_model(session)
+        if owned is None:
+            raise _not_configured(session)
+        complete = owned.complete
+    try:
+        return await summarize_text(source.text, path, cache_dir, complete)
+    except SummaryError as exc:
+        raise UserError(f"could not summarise {path.name}: {exc}") from None
+    finally:
+        if owned is not None:
+            await owned.aclose()
+
+
+async def summarize(
+    session: Any, port: EditorPort | None, args: SummarizeArgs, complete: Complete | None = None
+) -> dict[str, Any]:
+    path = Path(os.path.abspath(uri_to_path(args.uri)))
+    result = await summarize_file(session, port, path, complete)
+    return {"summary": result.summary, "mode": result.mode, "cached": result.cached}
+
+
+def file_summary_block(session: Any, port: EditorPort | None, path: Path) -> str:
+    """The edit loop's `{file-summary}` block from the cache only (never waits for the model)."""
+    try:
+        text = read_source(port, path).text
+        hit = cached_summary(text, state_root_path(session, path) / "cache")
+    except UserError:
+        hit = None
+    body = hit.summary if hit else "No summary available."
+    return f"{{file-summary}}\nFile: {path}\nSource: nagent-lsp\n\n{body}\n{{/file-summary}}"

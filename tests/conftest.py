@@ -47,6 +47,12 @@ def fake_model():
 
 
 @pytest.fixture
-def model_env(fake_model) -> dict[str, str]:
-    """Environment for a server that talks to the fake model (the key is a marker we can look for)."""
+def model_env(fake_model, isolated_home: Path) -> dict[str, str]:
+    """Environment for a server that talks to the fake model (the key is a marker we can look for).
+
+    Background commit summaries would take scripted replies meant for the edit loop, so the user config
+    turns them off; tests of summaries turn them back on in their own settings."""
+    config = isolated_home / ".nagent" / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('{"history": {"summarize": false}}\n', encoding="utf-8")
     return {"OPENAI_BASE_URL": fake_model.base_url, "OPENAI_API_KEY": "sk-test-marker-000", "NAGENT_MODEL": "fake-model"}

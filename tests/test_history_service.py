@@ -278,3 +278,17 @@ def test_merge_commits_are_not_file_history(repo, tmp_path: Path) -> None:
         assert hashes == git(root, "log", "--full-history", "--no-merges", "--format=%H", "--", rel,
                              *(["app.py"] if rel == "src/app.py" else [])).split()
     service.close()
+
+
+def test_block_without_session_reuses_one_service(repo) -> None:
+    root, _ = repo
+    first = history.file_history_block(root / "util.py")
+    assert first.startswith("{file-history}\nFile: util.py\n")
+    services = history._default_session().services("history")
+    assert len(services) == 1 and services[0].wait_ready(30)
+    block = history.file_history_block(root / "util.py")
+    assert "`src/app.py`" not in block and "| src/app.py | 3 |" in block  # a partner under its current name
+    assert history._default_session().services("history") == services  # the same service, not a new build
+    assert services[0].counters.builds == 1
+    for service in services:
+        service.close()

@@ -463,13 +463,18 @@ Interactively asks first; NO-CONFIRM skips that.  Returns the archive path."
     map)
   "Keymap for `nagent-list-mode'.")
 
-(define-derived-mode nagent-list-mode special-mode "nagent"
-  "Mode of the *nagent-history* and *nagent-coedits* buffers.
-RET on a file opens it; RET on a commit shows it."
-  (setq truncate-lines t))
-
 (defvar-local nagent--list-refresh nil
   "Function that refreshes the current nagent list buffer.")
+
+(define-derived-mode nagent-list-mode special-mode "nagent"
+  "Mode of the *nagent-history* and *nagent-coedits* buffers.
+RET on a file opens it; RET on a commit shows it; \[revert-buffer] refreshes."
+  (setq truncate-lines t)
+  (setq-local revert-buffer-function
+              (lambda (&rest _)
+                (if nagent--list-refresh
+                    (funcall nagent--list-refresh)
+                  (user-error "nagent: nothing to refresh")))))
 
 (defun nagent--resolve-path (path root)
   "Absolute file name of PATH, relative paths taken from ROOT."
@@ -586,6 +591,9 @@ a row opens that file.  Returns the result plist."
          (buf (get-buffer-create "*nagent-coedits*")))
     (with-current-buffer buf
       (nagent-list-mode)
+      (setq nagent--list-refresh
+            (let ((source (find-buffer-visiting file)))
+              (lambda () (with-current-buffer source (nagent-coedits limit)))))
       (let ((inhibit-read-only t))
         (erase-buffer)
         (insert (propertize (format "Files co-edited with %s"
@@ -679,6 +687,23 @@ Returns the status plist."
                               (list :settings (list :nagent (nagent--settings-json)))))
       ('lsp-mode (nagent-lsp-mode--notify-settings (cdr conn)))
       (_ (user-error "nagent: not connected")))))
+
+;;;; Key map
+
+(defvar nagent-command-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "e") #'nagent-edit)
+    (define-key map (kbd "c") #'nagent-open-conversation)
+    (define-key map (kbd "k") #'nagent-clear-conversation)
+    (define-key map (kbd "h") #'nagent-history)
+    (define-key map (kbd "o") #'nagent-coedits)
+    (define-key map (kbd "s") #'nagent-split)
+    (define-key map (kbd "p") #'nagent-patch)
+    (define-key map (kbd "S") #'nagent-summarize)
+    (define-key map (kbd "?") #'nagent-status)
+    map)
+  "Prefix map of the nagent commands; bind it, e.g. to \`C-c n'.")
+(fset 'nagent-command-map nagent-command-map)
 
 ;;;; lsp-mode support
 

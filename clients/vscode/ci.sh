@@ -64,8 +64,8 @@ package() {
   [[ -s nagent-vscode.vsix ]] || { echo "no .vsix produced"; return 1; }
   python3 - <<'PY'
 import sys, zipfile
-names = set(zipfile.ZipFile("nagent-vscode.vsix").namelist())
-need = {"extension/package.json", "extension/dist/extension.js", "extension/README.md", "extension/LICENSE.txt"}
+names = {n.lower() for n in zipfile.ZipFile("nagent-vscode.vsix").namelist()}
+need = {"extension/package.json", "extension/dist/extension.js", "extension/readme.md", "extension/license.txt"}
 missing = need - names
 bad = [n for n in names if n.startswith(("extension/node_modules/", "extension/src/", "extension/test/"))]
 print("vsix:", len(names), "files")

@@ -177,6 +177,7 @@ Return a plist (:process P :url BASE-URL :record FILE)."
 (defvar lsp-headerline-breadcrumb-enable)
 (defvar lsp-modeline-code-actions-enable)
 (defvar lsp-modeline-diagnostics-enable)
+(defvar lsp-modeline-workspace-status-enable)
 (defvar lsp-lens-enable)
 (defvar lsp-diagnostics-provider)
 (defvar lsp--buffer-workspaces)
@@ -202,6 +203,7 @@ Return a plist (:process P :url BASE-URL :record FILE)."
         lsp-headerline-breadcrumb-enable nil
         lsp-modeline-code-actions-enable nil
         lsp-modeline-diagnostics-enable nil
+        lsp-modeline-workspace-status-enable nil
         lsp-lens-enable nil
         lsp-diagnostics-provider :none)
   (require 'lsp-mode)

@@ -53,7 +53,14 @@
         (should (string-match-p "Bob Example" text))
         ;; c.md was never changed with a.py, so it is no co-edit of it.
         (should-not (string-match-p "Document the project" text))
-        (should (string-match-p "b\\.py" text))))))
+        (should (string-match-p "b\\.py" text)))
+      ;; RET on a commit shows it.
+      (with-current-buffer "*nagent-history*"
+        (goto-char (point-min))
+        (search-forward "Commits")
+        (forward-button 1)
+        (save-window-excursion (push-button))
+        (should (string-match-p "Fix off-by-one in size" (nagent-test-buffer-text "*nagent-commit*")))))))
 
 (ert-deftest nagent-coedits-buffer-opens-files ()
   (nagent-test-with-file ()
@@ -168,6 +175,63 @@
     (let ((path (save-window-excursion (nagent-open-conversation))))
       (with-current-buffer (find-buffer-visiting path)
         (should (string-match-p "add retries please" (buffer-string)))))))
+
+;;;; eglot-server-programs
+
+(when (eq nagent-test-backend 'eglot)
+  (ert-deftest nagent-eglot-server-programs-contact ()
+    "`nagent-eglot-contact' works as an `eglot-server-programs' entry (README set-up)."
+    (nagent-test-with-file ()
+      (nagent-test-shutdown)
+      (should-not (nagent--connection))
+      (let ((eglot-server-programs '((python-mode . nagent-eglot-contact))))
+        (apply #'eglot (eglot--guess-contact)))
+      (should (cl-typep (cdr (nagent--connection)) 'nagent-eglot-server))
+      (should (equal (plist-get (nagent-status) :model) "fake-model")))))
+
+;;;; Split, patch, summarize, clear
+
+(ert-deftest nagent-split-then-patch ()
+  "Split into segments, edit one on disk, patch: the buffer changes, the disk does not."
+  (nagent-test-with-file ()
+    (nagent-test-require-command "nagent.split")
+    (nagent-test-require-command "nagent.patch")
+    (let* ((res (nagent-split 40))
+           (segments (append (plist-get res :segments) nil))
+           (index (plist-get res :indexPath)))
+      (should (> (length segments) 1))
+      (should (file-exists-p index))
+      (should (equal nagent-last-index-path index))
+      (let* ((last (car (last segments)))
+             (seg (plist-get last :path))
+             (text (nagent-test--file-text seg)))
+        (should (string-match-p "len(items)" text))
+        (nagent-test--write seg (replace-regexp-in-string "len(items)" "len(list(items))" text t t))
+        (let ((patched (nagent-patch index)))
+          (should (nagent--true-p (plist-get patched :changed)))
+          (should (nagent--true-p (plist-get patched :applied)))
+          (should (string-match-p "return len(list(items))" (buffer-string)))
+          (should (equal (nagent-test--file-text target) nagent-test-a-v3)))))))
+
+(ert-deftest nagent-summarize-shows-summary ()
+  (nagent-test-with-file (:replies (list (list (cons 'text "Fetches URLs and counts items."))))
+    (nagent-test-require-command "nagent.summarize")
+    (let ((summary (nagent-summarize)))
+      (should (string-match-p "Fetches URLs and counts items" summary))
+      (should (string-match-p "Fetches URLs and counts items"
+                              (nagent-test-buffer-text "*nagent-summary*"))))))
+
+(ert-deftest nagent-clear-conversation-archives ()
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test-a-edited)
+                                           (nagent-test-response-reply "ok"))))
+    (nagent-test-require-command "nagent.conversation.clear")
+    (nagent-edit "add retries please")
+    (let ((archived (nagent-clear-conversation t)))
+      (should (file-exists-p archived))
+      (should (string-match-p "add retries please" (nagent-test--file-text archived))))
+    (let ((path (save-window-excursion (nagent-open-conversation))))
+      (should-not (string-match-p "add retries please" (nagent-test--file-text path))))))
 
 (provide 'nagent-tests)
 ;;; nagent-tests.el ends here

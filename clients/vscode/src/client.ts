@@ -10,7 +10,9 @@ import {
   RevealOutputChannelOn,
   ServerOptions,
   State,
+  WorkDoneProgressCancelNotification,
 } from 'vscode-languageclient/node';
+import { NotificationProgress } from './progress';
 import { errorMessage, ServerState, statusBarView } from './pure/format';
 import { executeParams, ServerCommands, StatusResult, Tokens } from './pure/protocol';
 import { describeLaunch, findOnPath, resolveServer, ServerLaunch } from './pure/serverCommand';
@@ -42,6 +44,9 @@ export class NagentClient implements vscode.Disposable {
   private starting: Promise<LanguageClient> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private interpreterListener: vscode.Disposable | undefined;
+  private readonly progress = new NotificationProgress((token) => {
+    void this.client?.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+  });
 
   constructor(
     readonly log: vscode.LogOutputChannel,
@@ -130,6 +135,12 @@ export class NagentClient implements vscode.Disposable {
             return { success: false };
           }
         },
+      },
+      // $/progress as cancellable notifications (see progress.ts); "end" also reaches the
+      // client's own (status bar) progress part so that it is cleaned up.
+      handleWorkDoneProgress: (token, params, next) => {
+        this.progress.handle(token, params);
+        if (params.kind === 'end') next(token, params);
       },
       provideHover: async (document, position, token, next) => {
         const hover = await next(document, position, token);
@@ -288,6 +299,7 @@ export class NagentClient implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.progress.dispose();
     for (const d of this.disposables) d.dispose();
     void this.stop();
   }

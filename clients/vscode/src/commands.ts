@@ -38,7 +38,7 @@ import {
 import { describeLaunch } from './pure/serverCommand';
 import { Commands } from './pure/ids';
 import { DocumentSnapshot, TestReporter } from './pure/testReport';
-import { ViewProvider } from './views';
+import { viewSubject, ViewProvider } from './views';
 
 
 const SPLITS_KEY = 'nagent.splitIndexes';
@@ -135,11 +135,15 @@ export class CommandHandlers {
     if (arg instanceof vscode.Uri) {
       const active = vscode.window.activeTextEditor;
       if (active && active.document.uri.toString() === arg.toString()) return active;
-      const doc = await vscode.workspace.openTextDocument(arg);
-      return vscode.window.showTextDocument(doc);
+      return reveal(arg);
     }
     const ed = vscode.window.activeTextEditor;
     if (!ed) throw new UserFacing('open a file first: this command works on the active editor');
+    const about = viewSubject(ed.document.uri);
+    if (about) {
+      // a History/Summary view: work on the file it is about
+      return reveal(about);
+    }
     if (ed.document.uri.scheme !== 'file' && ed.document.uri.scheme !== 'untitled') {
       throw new UserFacing(`this command works on files, not on ${ed.document.uri.scheme}: documents`);
     }
@@ -399,6 +403,13 @@ export class CommandHandlers {
       return this.notify({ level: 'info', message: `nagent: split into ${n} segment${n === 1 ? '' : 's'}.` });
     }
   }
+}
+
+/** Show a document, reusing an editor that already shows it (in whichever group). */
+async function reveal(uri: vscode.Uri): Promise<vscode.TextEditor> {
+  const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri.toString());
+  const doc = shown?.document ?? (await vscode.workspace.openTextDocument(uri));
+  return vscode.window.showTextDocument(doc, { viewColumn: shown?.viewColumn, preserveFocus: false });
 }
 
 export function toLspRange(r: vscode.Range): LspRange {

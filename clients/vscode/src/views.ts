@@ -39,3 +39,10 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
     this.contents.clear();
   }
 }
+
+/** The file a `nagent-view:` document is about, or undefined for any other document. */
+export function viewSubject(uri: vscode.Uri): vscode.Uri | undefined {
+  if (uri.scheme !== VIEW_SCHEME) return undefined;
+  const file = new URLSearchParams(uri.query).get('file');
+  return file ? vscode.Uri.parse(file) : undefined;
+}

@@ -1,3 +1,3 @@
 """Headless runs of the workflows (the CLI's subcommands), over a disk-backed editor port."""
 
-from nagent_lsp.headless import status  # noqa: F401
+from nagent_lsp.headless import edit, history, splitpatch, status  # noqa: F401

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,7 +17,7 @@ CARD_COEDITS = 5
 
 
 def day(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d")
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
 
 
 def iso(epoch: int) -> str:
@@ -54,12 +55,12 @@ class HistoryView:
         return authors_of(self.commits)
 
 
+_MD_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<>|#"})
+
+
 def _md(text: str) -> str:
     # keep user text from turning into Markdown structure
-    out = text.replace("\\", "\\\\")
-    for ch in "`*_[]<>|#":
-        out = out.replace(ch, "\\" + ch)
-    return out
+    return text.translate(_MD_ESCAPES)
 
 
 def _count(n: int, word: str) -> str:

@@ -42,9 +42,12 @@ class _Cutter:
         self.rules = rules
 
     def depth(self, base_pos: int, base_depth: int, p: int) -> int:
+        """Bracket depth at `p`, counted from a known (position, depth) on either side of it."""
         if self.rules.depth is None:
             return 0
-        return base_depth + self.rules.depth(self.data, base_pos, p)
+        if p >= base_pos:
+            return base_depth + self.rules.depth(self.data, base_pos, p)
+        return base_depth - self.rules.depth(self.data, p, base_pos)
 
     def tier(self, group: str, depth: int) -> int:
         for max_depth, tier in self.rules.tiers[group]:
@@ -125,14 +128,21 @@ def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:
             return cuts
         # Prefer the best tier, then the latest position, among cuts that keep the segment >= target/4.
         floor = start + max(1, target // 4)
-        found = list(cutter.candidates(floor - 1, reach))
+        # Scan backwards from `reach` in growing chunks: the latest top-tier boundary is usually within the
+        # last few KiB, so most of the window is never matched at all.
         best_p, best_tier, best_group = reach, -1, ""
-        for p, group in reversed(found):
-            t = cutter.tier(group, cutter.depth(start, depth, p))
-            if t > best_tier:
-                best_p, best_tier, best_group = p, t, group
-                if t == top:
-                    break
+        hi, step = reach, 4096
+        ref_pos, ref_depth = start, depth  # depth is counted from the nearest known point, not from `start`
+        while hi >= floor and best_tier < top:
+            lo = max(floor, hi - step)
+            for p, group in reversed(list(cutter.candidates(lo - 1, hi))):
+                ref_depth, ref_pos = cutter.depth(ref_pos, ref_depth, p), p
+                t = cutter.tier(group, ref_depth)
+                if t > best_tier:
+                    best_p, best_tier, best_group = p, t, group
+                    if t == top:
+                        break
+            hi, step = lo - 1, step * 2
         if best_tier < 0 and reach - start > 2 * target:
             # The line reaching the target is huge: end before it rather than drag it into this segment.
             early = list(cutter.candidates(start, floor - 1))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +16,7 @@ from nagent_lsp.atomic import atomic_write_text
 from nagent_lsp.context.initial import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
 from nagent_lsp.context.layers import default_layer_dirs, root_context
 from nagent_lsp.conversations.format import INTERRUPTED, render_block, user_prompt_block
-from nagent_lsp.conversations.identity import file_id_for, slug, uri_to_path
+from nagent_lsp.conversations.identity import slug, uri_to_path
 from nagent_lsp.conversations.index import ConversationStore
 from nagent_lsp.llm import ModelCancelled
 from nagent_lsp.protocol import protocol_rules
@@ -29,10 +28,7 @@ from nagent_lsp.workflows.session import Session
 
 log = logging.getLogger("nagent_lsp")
 
-# Optional context providers (history, file summary); each returns "" when it has nothing.
-ContextProvider = Callable[[Session, Path, str], str]
-CONTEXT_PROVIDERS: dict[str, ContextProvider] = {}
-CONTEXT_TIMEOUT = 10.0
+CONTEXT_TIMEOUT = 10.0  # a history or summary block that takes longer is left out, never blocks the edit
 
 
 @dataclass(frozen=True)
@@ -138,7 +134,7 @@ async def _run(session: Session, port: EditorPort, args: EditArgs, model: Any, p
             target_version=base_version,
         )
 
-    extras = await _context_extras(session, path, base_text)
+    extras = await _context_extras(session, port, path)
     convo.set_context(context_for(ref.conversation, "user"))
     convo.append(user_prompt_block(args.request))
     run = EditSession(
@@ -222,12 +218,19 @@ def write_patch(state_root: Path, path: Path, old: str, new: str) -> Path:
     return target
 
 
-async def _context_extras(session: Session, path: Path, text: str) -> dict[str, str]:
-    """History and summary blocks, each bounded in time: a slow provider leaves its block out, never blocks the edit."""
+async def _context_extras(session: Session, port: EditorPort, path: Path) -> dict[str, str]:
+    """The {file-history} and {file-summary} blocks, each bounded in time."""
+    from nagent_lsp.workflows.history import file_history_block
+    from nagent_lsp.workflows.summarize import file_summary_block
+
+    providers: dict[str, Callable[[], str]] = {
+        "history": lambda: file_history_block(path, session),
+        "summary": lambda: file_summary_block(session, port, path),
+    }
     extras: dict[str, str] = {}
-    for name, provider in CONTEXT_PROVIDERS.items():
+    for name, provider in providers.items():
         try:
-            extras[name] = await asyncio.wait_for(asyncio.to_thread(provider, session, path, text), CONTEXT_TIMEOUT)
+            extras[name] = await asyncio.wait_for(asyncio.to_thread(provider), CONTEXT_TIMEOUT)
         except Exception as exc:  # context is a help, not a precondition
             log.info("no %s context for %s: %s", name, path, exc)
     return extras

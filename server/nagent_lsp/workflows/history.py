@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -58,6 +58,10 @@ HOVER_STALE_WAIT = 0.25  # after HEAD moved, a hover waits this long for the inc
 BLAME_WAIT = 0.1  # the first hover of a (file, HEAD) waits this long for blame (small files finish; big ones don't)
 MAX_FALLBACK_HOPS = 8  # renames followed by per-file queries before the index exists
 CACHE_ENTRIES = 512
+
+
+class _Closed(Exception):
+    pass
 
 
 @dataclass
@@ -97,6 +101,7 @@ class HistoryService:
         self.summaries = SummaryCache(self.cache_dir / SUMMARIES_FILE)
         self.counters = Counters()
         self._summarizer = summarizer
+        self._summarizer_marker: tuple | None = None
         self._lock = threading.RLock()
         self._update_lock = threading.Lock()
         self._index: RepoIndex | None = None
@@ -153,6 +158,13 @@ class HistoryService:
         return list(parse_log(stream))
 
     # -- index building and updating -----------------------------------------------------------------------------
+    def _until_closed(self, chunks: Iterable[bytes]) -> Iterable[bytes]:
+        # close() during a long build stops reading, which kills the git process (adapters.git cleans up)
+        for chunk in chunks:
+            if self._closed:
+                raise _Closed()
+            yield chunk
+
     def _load_or_build(self, build: bool) -> bool:
         try:
             head = read_head(self.root)
@@ -166,6 +178,8 @@ class HistoryService:
             if build:
                 self._build(head)
                 return True
+            return False
+        except _Closed:
             return False
         except Exception:  # noqa: BLE001 - a broken build must not kill the server; per-file queries still work
             log.exception("history index for %s failed", self.root)
@@ -185,7 +199,7 @@ class HistoryService:
     def _build(self, head: str | None) -> None:
         if head is not None:
             self.counters.git_processes += 1
-            index = RepoIndex.from_log_stream(self.git.log_all(head))
+            index = RepoIndex.from_log_stream(self._until_closed(self.git.log_all(head)))
         else:
             index = RepoIndex()
         index.head = head
@@ -600,7 +614,11 @@ def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[H
     cache_dir = session.state_root(path).sub("cache")
     key = f"{root}\0{cache_dir}"
     service = session.service("history", key, lambda: HistoryService(root, cache_dir))
-    service.set_summarizer(_summarizer_for(session))
+    settings = _settings(session)
+    marker = (id(settings), id(getattr(session, "environ", None)))
+    if service._summarizer_marker != marker:  # settings objects are replaced on reload: rebuild only then
+        service.set_summarizer(_summarizer_for(session))
+        service._summarizer_marker = marker
     if background:
         service.start(build=True)
     elif not service._started:
@@ -685,13 +703,27 @@ def hover_markdown(
     return render.hover_card(entry.view, entry.all_authors, line, commit, state)
 
 
+_DEFAULT_SESSION: Any = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default_session() -> Any:
+    """One process-wide Session for callers without one, so its services (and their indexes) are reused."""
+    global _DEFAULT_SESSION
+    with _DEFAULT_LOCK:
+        if _DEFAULT_SESSION is None:
+            from nagent_lsp.workflows.session import Session
+
+            _DEFAULT_SESSION = Session()
+            _DEFAULT_SESSION.reload()
+        return _DEFAULT_SESSION
+
+
 def file_history_block(path: Path, session: Any = None, wait_summaries: float = 0.0) -> str:
     """The `{file-history}` block for the edit loop; "" outside git or without commits. Missing summaries are
     requested in the background; `wait_summaries` > 0 lets the caller give them that long to arrive."""
     if session is None:
-        from nagent_lsp.workflows.session import Session
-
-        session = Session()
+        session = _default_session()
     found = service_for(session, path)
     if found is None:
         return ""

@@ -16,6 +16,8 @@ local defaults = {
   autostart = true, -- attach when a file is opened (else on the first :Nagent command)
   root_markers = { ".git" },
   timeout_ms = 600000, -- how long a command may take (edits call the model)
+  capabilities = nil, -- extra client capabilities (merged into Neovim's defaults)
+  on_attach = nil, -- function(client, bufnr) run after nagent attaches to a buffer
   keymaps = true, -- map K to hover where nothing else maps it (0.7 has no default K)
   -- window/showMessageRequest: "ask" prompts with inputlist when a UI is attached and
   -- dismisses (null) when headless; "dismiss" always answers null; or a function
@@ -161,9 +163,21 @@ local function on_attach(client, bufnr)
   end
 end
 
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  if M.config.capabilities then
+    caps = vim.tbl_deep_extend("force", caps, M.config.capabilities)
+  end
+  -- 0.7 answers workspace/configuration (from `settings`) but does not say so.
+  caps.workspace = caps.workspace or {}
+  caps.workspace.configuration = true
+  return caps
+end
+
 local function client_config(root)
   local settings = M.config.settings or {}
   return {
+    capabilities = capabilities(),
     name = NAME,
     cmd = M.config.cmd,
     cmd_env = M.config.cmd_env,
@@ -232,6 +246,7 @@ function M.setup(opts)
   if opts and opts.settings then
     M.config.settings = vim.deepcopy(opts.settings) -- replace, do not merge, settings
   end
+  M.create_commands()
   group = vim.api.nvim_create_augroup("nagent", { clear = true })
   if M.config.autostart then
     vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "FileType" }, {
@@ -255,8 +270,10 @@ function M.update_settings(settings)
   local all = vim.lsp.get_clients and vim.lsp.get_clients({ name = NAME }) or vim.lsp.get_active_clients()
   for _, c in ipairs(all) do
     if c.name == NAME then
-      c.config.settings = { nagent = empty_dict_if_empty(vim.deepcopy(settings)) }
-      client_notify(c, "workspace/didChangeConfiguration", { settings = c.config.settings })
+      local section = { nagent = empty_dict_if_empty(vim.deepcopy(settings)) }
+      c.config.settings = section
+      c.settings = section -- 0.11 answers workspace/configuration from client.settings
+      client_notify(c, "workspace/didChangeConfiguration", { settings = section })
     end
   end
 end
@@ -601,6 +618,54 @@ function M.status(callback)
       callback(err, res)
     end
   end)
+end
+
+--- Define the :Nagent* user commands (plugin/nagent.lua does this at start-up; setup() too).
+function M.create_commands()
+  local command = vim.api.nvim_create_user_command
+  command("NagentEdit", function(opts)
+    local range = nil
+    if opts.range and opts.range > 0 then
+      range = { line1 = opts.line1, line2 = opts.line2 }
+    end
+    M.edit(opts.args, range)
+  end, { nargs = "*", range = true, desc = "nagent: edit this buffer (or the range) with a request" })
+
+  command("NagentConversation", function()
+    M.conversation()
+  end, { desc = "nagent: open this file's conversation" })
+
+  command("NagentClearConversation", function()
+    M.clear_conversation()
+  end, { desc = "nagent: archive this file's conversation and start afresh" })
+
+  command("NagentHistory", function(opts)
+    M.history({ max_commits = tonumber(opts.args) })
+  end, { nargs = "?", desc = "nagent: this file's commits, authors and co-edits" })
+
+  command("NagentCoedits", function(opts)
+    M.coedits({ limit = tonumber(opts.args) })
+  end, { nargs = "?", desc = "nagent: files that change together with this one" })
+
+  command("NagentSplit", function(opts)
+    M.split({ target_bytes = tonumber(opts.args) })
+  end, { nargs = "?", desc = "nagent: split this file into indexed segments" })
+
+  command("NagentPatch", function(opts)
+    M.patch({ index_path = opts.args, force = opts.bang })
+  end, { nargs = "?", bang = true, complete = "file", desc = "nagent: merge split segments back (! = force)" })
+
+  command("NagentSummarize", function()
+    M.summarize()
+  end, { desc = "nagent: summarize this file" })
+
+  command("NagentStatus", function()
+    M.status()
+  end, { desc = "nagent: server status" })
+
+  command("NagentCancel", function()
+    M.cancel()
+  end, { desc = "nagent: cancel the running command" })
 end
 
 return M

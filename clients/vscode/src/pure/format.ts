@@ -87,7 +87,7 @@ export function editNotice(r: EditResult): Notice {
   }
   const reason = r.reason ? `: ${r.reason}` : '';
   return {
-    level: r.reason && /no change/i.test(r.reason) ? 'info' : 'warning',
+    level: r.reason && /no change|cancel/i.test(r.reason) ? 'info' : 'warning',
     message: `nagent did not change the file${reason}${response ? ` — ${response}` : ''}${tokens}`,
   };
 }

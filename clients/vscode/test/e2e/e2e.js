@@ -35,6 +35,8 @@ const ALLOW_MISSING = process.env.NAGENT_E2E_ALLOW_MISSING === '1';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const MODEL = 'scripted-e2e-model';
 const REQUEST = 'rename greet to welcome and use an f-string';
+const SUMMARY = 'A tiny greeting module: welcome(name) greets a name and falls back to "world".';
+const MODEL_2 = 'scripted-e2e-model-renamed';
 
 function mustEnv(name) {
   const v = process.env[name];
@@ -122,6 +124,7 @@ const APP_V2 = 'def greet(name):\n    if not name:\n        name = "world"\n    
 const APP_V3 = '"""Greetings."""\n\n\ndef greet(name):\n    """Say hello."""\n    if not name:\n        name = "world"\n    return "Hello, " + name\n\n\nprint(greet("e2e"))\n';
 // What the scripted model writes: the whole file with greet renamed.
 const APP_NEW = '"""Greetings."""\n\n\ndef welcome(name):\n    """Say hello."""\n    if not name:\n        name = "world"\n    return f"Hello, {name}"\n\n\nprint(welcome("e2e"))\n';
+const APP_CONFIRMED = APP_NEW.replace('print(welcome("e2e"))', 'print(welcome("confirmed"))');
 
 function git(args, env = {}) {
   return cp.execFileSync('git', args, { cwd: ctx.ws, encoding: 'utf8', env: { ...process.env, ...env } });
@@ -178,6 +181,13 @@ function startFakeModel() {
     replies: [
       { text: `I will rewrite the file.\n<nagent-write path="${path.join(ctx.ws, 'app.py')}">${APP_NEW}</nagent-write>`, usage: [1200, 340] },
       { text: '<nagent-response>Renamed greet to welcome and switched to an f-string.</nagent-response>', usage: [1500, 20] },
+      // Summarize File
+      { text: SUMMARY, usage: [300, 25] },
+      // the run that is cancelled from its progress notification
+      { delay: 30, text: '<nagent-response>this reply comes too late</nagent-response>' },
+      // the edit confirmed in the refactor preview (nagent.confirmEdits)
+      { text: `<nagent-write path="${path.join(ctx.ws, 'app.py')}">${APP_CONFIRMED}</nagent-write>` },
+      { text: '<nagent-response>Changed the demo call.</nagent-response>' },
     ],
   };
   const scriptPath = path.join(ctx.tmp, 'model-script.json');
@@ -374,22 +384,28 @@ async function dismissOverlays() {
   }
 }
 
-/** F1, type the command's title, check the highlighted row is that command, Enter. */
+/**
+ * F1, type the command's title, then pick the row whose label is that title (recently used
+ * commands may be listed above it) by clicking it.
+ */
 async function palette(title) {
   const p = page();
   await p.keyboard.press('F1');
   const input = p.locator('.quick-input-widget input[type="text"], .quick-input-widget .quick-input-box input').first();
   await input.waitFor({ state: 'visible', timeout: 10000 });
   await input.fill('>' + title);
-  await p.waitForFunction(
+  const handle = await p.waitForFunction(
     (t) => {
-      const row = document.querySelector('.quick-input-widget .quick-input-list .monaco-list-row.focused');
-      return !!row && (row.textContent || '').includes(t);
+      const rows = Array.from(document.querySelectorAll('.quick-input-widget .quick-input-list .monaco-list-row'));
+      const label = (r) => ((r.querySelector('.label-name') || r).textContent || '').trim().replace(/…$/, '');
+      const row = rows.find((r) => label(r) === t) || rows.find((r) => label(r).startsWith(t));
+      return row ? row.getAttribute('data-index') : null;
     },
     title,
     { timeout: 10000 },
   );
-  await p.keyboard.press('Enter');
+  const index = await handle.jsonValue();
+  await p.locator(`.quick-input-widget .quick-input-list .monaco-list-row[data-index="${index}"]`).click();
 }
 
 /** Answer an input box (showInputBox) whose title contains `title`. */
@@ -433,6 +449,42 @@ async function openFile(rel) {
     { timeout: 15000 },
   );
   await focusEditor();
+}
+
+/** Close every editor group, then open `rel` alone. */
+async function freshEditor(rel) {
+  await palette('View: Close All Editor Groups');
+  await sleep(300);
+  await openFile(rel);
+}
+
+/** Change a setting through the Settings editor (search its id, edit the control), then return to app.py. */
+async function setSettingInUI(key, value) {
+  const p = page();
+  await palette('Preferences: Open User Settings');
+  const search = p.locator('.settings-editor .settings-header textarea').first();
+  await search.waitFor({ state: 'attached', timeout: 20000 });
+  await p.waitForTimeout(500);
+  await p.keyboard.type(key);
+  if (typeof value === 'boolean') {
+    // the Settings editor titles "nagent.confirmEdits" as "Confirm Edits"
+    const last = key.split('.').pop() || key;
+    const title = (last[0].toUpperCase() + last.slice(1)).replace(/([a-z])([A-Z])/g, '$1 $2');
+    const item = p.locator('.settings-editor .setting-item-bool').filter({ hasText: title }).first();
+    await item.waitFor({ state: 'visible', timeout: 20000 });
+    const box = item.locator('.setting-value-checkbox').first();
+    const checked = (await box.getAttribute('aria-checked')) === 'true';
+    if (checked !== value) await box.click();
+  } else {
+    const field = p.locator(`.settings-editor input[aria-label="${key}"]`).first();
+    await field.waitFor({ state: 'visible', timeout: 20000 });
+    await field.fill(String(value));
+    await p.keyboard.press('Tab');
+  }
+  await shot(`settings-${key}`);
+  await p.waitForTimeout(800);
+  // back to the file (click it in the Explorer), so the palette is reachable again
+  await p.locator('.explorer-folders-view .monaco-list-row', { hasText: 'app.py' }).first().click();
 }
 
 async function focusEditor() {
@@ -561,8 +613,12 @@ async function runSteps() {
     const sent = JSON.stringify(reqs[0].messages || []);
     assert(sent.includes(REQUEST), 'the request text was not sent to the model');
     assert(reqs[0].body && reqs[0].body.model === MODEL, 'model name not sent', reqs[0].body && reqs[0].body.model);
-    const bar = (await statusBarText()).join(' ');
-    assert(/↑/.test(bar) && /↓/.test(bar), `status bar does not show the last run's tokens: ${bar}`);
+    let bar = '';
+    for (let i = 0; i < 50 && !(/↑/.test(bar) && /↓/.test(bar)); i++) {
+      bar = (await statusBarText()).join(' ');
+      await sleep(100);
+    }
+    assert(/2\.7k↑/.test(bar) && /360↓/.test(bar), `status bar does not show the last run's tokens (2.7k↑ 360↓): ${bar}`);
   }, { needs: ['nagent.edit'] });
 
   await step('the edit is one undo step (Ctrl+Z restores, Ctrl+Shift+Z re-applies)', async () => {
@@ -583,6 +639,13 @@ async function runSteps() {
     await p.keyboard.press('Control+Shift+Z');
     const redone = await activeText();
     assert(redone === APP_NEW, 'Ctrl+Shift+Z did not re-apply the edit', { expected: APP_NEW, actual: redone });
+    // Ctrl+S writes what the model produced (and leaves no dirty buffer behind for later steps)
+    await focusEditor();
+    await p.keyboard.press('Control+S');
+    const file = path.join(ctx.ws, 'app.py');
+    const t0 = Date.now();
+    while (fs.readFileSync(file, 'utf8') !== APP_NEW && Date.now() - t0 < 10000) await sleep(200);
+    assert(fs.readFileSync(file, 'utf8') === APP_NEW, 'Ctrl+S did not save the edited text');
   }, { needs: ['nagent.edit'] });
 
   await step('hover shows the history card', async () => {
@@ -623,7 +686,7 @@ async function runSteps() {
   }, { needs: ['nagent.conversation.open'] });
 
   await step('Show File History opens the history beside', async () => {
-    await openFile('app.py');
+    await freshEditor('app.py');
     mark();
     await palette('nagent: Show File History');
     const rec = await waitFor('nagent.vscode.showHistory');
@@ -634,7 +697,7 @@ async function runSteps() {
   }, { needs: ['nagent.history'] });
 
   await step('Show Co-edited Files lists util.py and opens it', async () => {
-    await openFile('app.py');
+    await freshEditor('app.py');
     mark();
     await palette('nagent: Show Co-edited Files');
     const p = page();
@@ -651,7 +714,7 @@ async function runSteps() {
   }, { needs: ['nagent.coedits'] });
 
   await step('Split File then Apply Patch (no change) round-trips', async () => {
-    await openFile('app.py');
+    await freshEditor('app.py');
     mark();
     await palette('nagent: Split File');
     const rec = await waitFor('nagent.vscode.split');
@@ -673,7 +736,7 @@ async function runSteps() {
   }, { needs: ['nagent.split', 'nagent.patch'] });
 
   await step('Clear File Conversation (modal confirm) archives the conversation', async () => {
-    await openFile('app.py');
+    await freshEditor('app.py');
     mark();
     await palette('nagent: Clear File Conversation');
     const p = page();
@@ -685,10 +748,101 @@ async function runSteps() {
     if (rec.result.archivedPath) assert(fs.existsSync(rec.result.archivedPath), 'archived conversation missing', rec.result);
   }, { needs: ['nagent.conversation.clear'] });
 
+  await step('Summarize File shows the model summary beside the file', async () => {
+    await freshEditor('app.py');
+    mark();
+    await palette('nagent: Summarize File');
+    const rec = await waitFor('nagent.vscode.summarize', 60000);
+    assert(rec.ok, 'Summarize File failed', rec.error);
+    assert(rec.result.summary.includes('tiny greeting module'), 'summary is not the scripted one', rec.result);
+    assert(rec.activeDocument && rec.activeDocument.uri.startsWith('nagent-view:'), 'summary view not active', rec.activeDocument);
+    assert(rec.activeDocument.text.includes('tiny greeting module'), 'summary view lacks the summary', rec.activeDocument.text);
+  }, { needs: ['nagent.summarize'] });
+
+  await step('the progress notification cancels a running edit', async () => {
+    const p = page();
+    await freshEditor('app.py');
+    mark();
+    await palette('nagent: Edit File');
+    await answerInput('Edit File', 'a slow request that will be cancelled');
+    const cancel = p.locator('.notifications-toasts .notification-toast', { hasText: 'nagent' }).locator('.monaco-button', { hasText: 'Cancel' }).first();
+    await cancel.waitFor({ state: 'visible', timeout: 30000 });
+    await shot('progress');
+    const t0 = Date.now();
+    await cancel.click();
+    const rec = await waitFor('nagent.vscode.editFile', 20000);
+    const took = Date.now() - t0;
+    assert(took < 10000, `the run ended ${took} ms after Cancel (the model reply was due in 30 s)`);
+    if (rec.ok) assert(rec.result.applied === false && /cancel/i.test(rec.result.reason || ''), 'cancelled run reported as applied', rec.result);
+    assert(rec.activeDocument.text === APP_NEW, 'a cancelled run changed the document', rec.activeDocument.text);
+  }, { needs: ['nagent.edit'] });
+
+  await step('with nagent.confirmEdits the edit waits in the refactor preview until Apply', async () => {
+    const p = page();
+    await setSettingInUI('nagent.confirmEdits', true);
+    await freshEditor('app.py');
+    mark();
+    await palette('nagent: Edit File');
+    await answerInput('Edit File', 'change the demo call');
+    const apply = p.locator('.monaco-button', { hasText: /^Apply$/ }).first();
+    await apply.waitFor({ state: 'visible', timeout: 30000 });
+    await shot('refactor-preview');
+    // edits that need confirmation arrive unchecked: tick the file, as a user would, then Apply
+    const row = p.locator('.monaco-list-row', { hasText: 'app.py' }).filter({ has: p.locator('input[type="checkbox"]') }).first();
+    fs.writeFileSync(path.join(ctx.artifacts, 'refactor-preview.html'), await p.locator('.monaco-workbench').evaluate((e) => {
+      const panel = Array.from(e.querySelectorAll('.pane-body, .panel')).find((x) => (x.textContent || '').includes('Discard'));
+      return panel ? panel.outerHTML : '';
+    }));
+    await row.locator('input[type="checkbox"]').first().check();
+    const before = readReport().slice(ctx.reportIndex).find((r) => r.event === 'nagent.vscode.editFile');
+    assert(!before, 'the edit finished before it was confirmed', before);
+    await apply.click();
+    const rec = await waitFor('nagent.vscode.editFile', 30000);
+    assert(rec.ok && rec.result.applied === true, 'confirmed edit not applied', rec.result || rec.error);
+    const text = fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8');
+    const doc = rec.activeDocument && rec.activeDocument.fsPath === path.join(ctx.ws, 'app.py') ? rec.activeDocument.text : text;
+    assert(doc === APP_CONFIRMED, 'the confirmed text is not in app.py', { doc, disk: text });
+    await focusEditor();
+    await p.keyboard.press('Control+S');
+    const t1 = Date.now();
+    while (fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8') !== APP_CONFIRMED && Date.now() - t1 < 10000) await sleep(200);
+    await setSettingInUI('nagent.confirmEdits', false);
+  }, { needs: ['nagent.edit'] });
+
+  await step('a changed setting reaches the running server (didChangeConfiguration → workspace/configuration)', async () => {
+    // through the Settings editor, as a user would: search "nagent.model", type the new value
+    await setSettingInUI('nagent.model', MODEL_2);
+    let model = '';
+    const t0 = Date.now();
+    while (Date.now() - t0 < 20000) {
+      mark();
+      await palette('nagent: Show Status');
+      const rec = await waitFor('nagent.vscode.showStatus');
+      assert(rec.ok, 'Show Status failed', rec.error);
+      model = rec.result.status.model;
+      if (model === MODEL_2) break;
+      await sleep(1000);
+    }
+    assert(model === MODEL_2, `the server still reports model ${model} after the setting changed to ${MODEL_2}`);
+  });
+
+  await step('Restart Server starts a new server that still has the settings', async () => {
+    mark();
+    await palette('nagent: Restart Server');
+    const rec = await waitFor('nagent.vscode.restart', 60000);
+    assert(rec.ok, 'Restart Server failed', rec.error);
+    assert(rec.result.serverCommands.includes('nagent.status'), 'restarted server has no commands', rec.result);
+    mark();
+    await palette('nagent: Show Status');
+    const st = await waitFor('nagent.vscode.showStatus');
+    assert(st.ok && st.result.status.model === MODEL_2, 'after restart the model setting was lost', st.result);
+  });
+
   await step('a server error becomes a notification with the server message', async () => {
     // The scripted replies are used up: the fake model answers 400 "no scripted reply left", the
     // server turns that into an error response, and the extension must show its message.
-    await openFile('app.py');
+    await freshEditor('app.py');
+    const before = fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8');
     mark();
     await palette('nagent: Edit File');
     await answerInput('Edit File', 'this request has no scripted reply');
@@ -701,7 +855,7 @@ async function runSteps() {
       probe,
       { timeout: 10000 },
     );
-    assert(rec.activeDocument.text === APP_NEW, 'a failed edit must not change the document', rec.activeDocument.text);
+    assert(rec.activeDocument.text === before, 'a failed edit must not change the document', { before, after: rec.activeDocument.text });
   }, { needs: ['nagent.edit'] });
 }
 

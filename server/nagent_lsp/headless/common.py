@@ -1,0 +1,42 @@
+"""What every headless subcommand does: a session for the file's workspace, errors as exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from nagent_lsp.llm import ModelError
+from nagent_lsp.state import git_toplevel
+from nagent_lsp.workflows.errors import UserError
+from nagent_lsp.workflows.session import Session
+
+
+def session_for(path: Path) -> Session:
+    """The workspace is the file's repository (else the current folder), as an editor opened there would see it."""
+    path = path.resolve()
+    top = git_toplevel(str(path.parent if not path.is_dir() else path))
+    folder = Path(top) if top else Path.cwd().resolve()
+    session = Session(workspace_folders=[folder])
+    for problem in session.reload():
+        print(f"warning: {problem}", file=sys.stderr)
+    return session
+
+
+def run_guarded(action: Callable[[], Any]) -> int:
+    """Exit 0 on success, 1 with the message on a user-actionable error, 2 on a bad argument."""
+    try:
+        result = action()
+        if asyncio.iscoroutine(result):
+            asyncio.run(result)
+    except UserError as exc:
+        print(f"nagent-lsp: {exc.message}", file=sys.stderr)
+        return 2 if exc.__class__.__name__ == "InvalidArgument" else 1
+    except ModelError as exc:
+        print(f"nagent-lsp: {exc}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as exc:
+        print(f"nagent-lsp: {exc}", file=sys.stderr)
+        return 1
+    return 0

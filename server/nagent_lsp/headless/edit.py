@@ -1,0 +1,47 @@
+"""`nagent-lsp edit FILE "request"`: the edit run without an editor; the change is written atomically and shown as a diff."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nagent_lsp.cli import print_json, subcommand
+from nagent_lsp.headless.common import run_guarded, session_for
+from nagent_lsp.headless.port import DiskPort
+from nagent_lsp.workflows.edit import edit
+
+
+def _args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path)
+    parser.add_argument("request", help="what to change")
+    parser.add_argument("--confirm", action="store_true", help="ask before writing the change")
+    parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
+
+
+def _model(settings, environ):
+    from nagent_lsp.adapters.openai_chat import ChatModel
+
+    return ChatModel(settings, environ)
+
+
+@subcommand("edit", "ask the model to change a file; prints the answer and the diff", _args)
+def run_edit(args: argparse.Namespace) -> int:
+    async def run() -> None:
+        path = args.file.resolve()
+        session = session_for(path)
+        port = DiskPort(session.workspace_folders, quiet=args.json)
+        raw = {"uri": path.as_uri(), "request": args.request, "preview": bool(args.confirm)}
+        result = await edit(session, port, raw, _model)
+        if args.json:
+            print_json(result)
+            return
+        if result["response"]:
+            print(result["response"])
+        if result.get("patchPath"):
+            print(Path(result["patchPath"]).read_text(encoding="utf-8"), end="")
+        elif result.get("reason"):
+            print(f"(not applied: {result['reason']})", file=sys.stderr)
+        print(f"conversation: {result['conversation']['path']}", file=sys.stderr)
+
+    return run_guarded(run)

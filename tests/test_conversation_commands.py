@@ -1,0 +1,95 @@
+"""Conversation commands and file identity through the protocol: open, list, clear, save/load, renames."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from tests.harness.fake_openai import text
+from tests.harness.gitrepo import Commit, build_repo
+from tests.harness.lsp import open_editor
+
+
+def repo(workspace: Path) -> Path:
+    build_repo(workspace, [Commit("init", {"a.py": "a = 1\n", "b.py": "b = 2\n"})])
+    return workspace / "a.py"
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
+async def test_open_shows_when_supported_and_always_returns_path(profile, workspace, isolated_home) -> None:
+    target = repo(workspace)
+    async with open_editor(profile, workspace, isolated_home) as editor:
+        result = await editor.command("nagent.conversation.open", {"uri": editor.uri(target)})
+        path = Path(result["path"])
+        assert path.parent == workspace.resolve() / ".nagent" / "conversations"
+        assert path.name.startswith("a-")
+        if profile == "eglot":
+            # Not advertised: never asked, so a client that answers null cannot hang us.
+            assert result["shown"] is False and not editor.recorded.show_documents
+        else:
+            assert result["shown"] is True
+            assert editor.recorded.show_documents[0].uri == path.as_uri()
+        again = await editor.command("nagent.conversation.open", {"uri": editor.uri(target)})
+        assert again["path"] == result["path"]
+        listed = await editor.command("nagent.conversation.list")
+        assert [f["path"] for f in listed["files"]] == [str(target.resolve())]
+        assert listed["files"][0]["fileId"] == f"{os.stat(target).st_dev}:{os.stat(target).st_ino}"
+    index = (workspace / ".nagent" / "conversations" / "file-index.json").read_text()
+    assert '"by_file_id"' in index
+    assert (workspace / ".nagent" / ".gitignore").read_text() == "cache/\nsplits/\n"
+
+
+async def test_clear_archives_and_save_load(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text("<nagent-response>first answer</nagent-response>"))
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        edited = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "remember me"})
+        convo = Path(edited["conversation"]["path"])
+        saved = await editor.command("nagent.conversation.save", {"uri": editor.uri(target), "name": "keep"})
+        assert "remember me" in Path(saved["path"]).read_text()
+        cleared = await editor.command("nagent.conversation.clear", {"uri": editor.uri(target)})
+        archived = Path(cleared["archivedPath"])
+        assert "remember me" in archived.read_text() and archived.parent == convo.parent
+        assert "remember me" not in (convo.read_text() if convo.exists() else "")
+        await editor.command("nagent.conversation.load", {"uri": editor.uri(target), "name": "keep"})
+        assert "remember me" in convo.read_text()
+        error = await editor.command_error("nagent.conversation.load", {"uri": editor.uri(target), "name": "missing"})
+        assert "missing" in error.message
+        bad = await editor.command_error("nagent.conversation.clear", {})
+        assert bad.code == -32602 and "uri" in bad.message
+
+
+async def test_rename_and_save_by_replace_keep_the_conversation(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(*(text(f"<nagent-response>answer {i}</nagent-response>") for i in range(3)))
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        first = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "first"})
+        convo = first["conversation"]["path"]
+
+        # The editor renames the file (same inode) and tells the server.
+        renamed = workspace / "renamed.py"
+        os.rename(target, renamed)
+        editor.client.workspace_did_rename_files(
+            types.RenameFilesParams(files=[types.FileRename(old_uri=editor.uri(target), new_uri=renamed.resolve().as_uri())])
+        )
+        editor.open(renamed)
+        second = await editor.command("nagent.edit", {"uri": editor.uri(renamed), "request": "second"})
+        assert second["conversation"]["path"] == convo
+        listed = await editor.command("nagent.conversation.list")
+        assert [f["path"] for f in listed["files"]] == [str(renamed.resolve())]
+
+        # An editor that saves by writing a new file and renaming it over the old one changes the inode.
+        old_id = second["conversation"]["fileId"]
+        tmp = workspace / ".renamed.py.tmp"
+        tmp.write_text(renamed.read_text())
+        os.replace(tmp, renamed)
+        third = await editor.command("nagent.edit", {"uri": editor.uri(renamed), "request": "third"})
+        assert third["conversation"]["path"] == convo
+        assert third["conversation"]["fileId"] != old_id
+    text_ = Path(convo).read_text()
+    assert text_.index("first") < text_.index("second") < text_.index("third")

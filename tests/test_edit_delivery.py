@@ -1,0 +1,166 @@
+"""How an edit reaches the buffer: merges, conflicts, encodings, stale versions, confirmation, progress."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.harness.fake_openai import slow, text
+from tests.harness.gitrepo import Commit, build_repo
+from tests.harness.lsp import open_editor
+
+LINES = [f"line {i} = {i}\n" for i in range(20)]
+BASE = "".join(LINES)
+
+
+def repo(workspace: Path, content: str = BASE) -> Path:
+    build_repo(workspace, [Commit("init", {"mod.py": content})])
+    return workspace / "mod.py"
+
+
+def write(path: Path, body: str) -> str:
+    return f'<nagent-write path="{path}">\n{body}</nagent-write>'
+
+
+DONE = text("<nagent-response>done</nagent-response>")
+
+
+async def test_buffer_changed_during_run_is_merged(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    model_text = BASE.replace("line 15 = 15", "line 15 = 'model'")
+    fake_model.script(slow(1.0, write(target, model_text)), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        request_id, pending = editor.start_command("nagent.edit", {"uri": editor.uri(target), "request": "change 15"})
+        await asyncio.to_thread(fake_model.wait_for_requests, 1, 10)
+        editor.change(target, BASE.replace("line 2 = 2", "line 2 = 'user'"))
+        result = await asyncio.wait_for(pending, 20)
+        assert result["applied"] is True, result
+        assert editor.text(target) == BASE.replace("line 2 = 2", "line 2 = 'user'").replace("line 15 = 15", "line 15 = 'model'")
+
+
+async def test_conflicting_buffer_change_applies_nothing(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(slow(1.0, write(target, BASE.replace("line 5 = 5", "line 5 = 'model'"))), DONE)
+    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        _, pending = editor.start_command("nagent.edit", {"uri": editor.uri(target), "request": "change 5"})
+        await asyncio.to_thread(fake_model.wait_for_requests, 1, 10)
+        users = BASE.replace("line 5 = 5", "line 5 = 'user'")
+        editor.change(target, users)
+        result = await asyncio.wait_for(pending, 20)
+        assert result["applied"] is False and "conflict" in result["reason"]
+        assert editor.text(target) == users
+        assert not editor.recorded.apply_edits
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
+async def test_positions_right_for_non_ascii(profile, workspace, isolated_home, fake_model, model_env) -> None:
+    content = "naïve = 'café'\nemoji = '😀😀 x'  # 𝄞 clef\ntail = 1\n"
+    target = repo(workspace, content)
+    wanted = content.replace("😀😀 x'  # 𝄞 clef", "😀😀 y'  # 𝄞 clef 🎵").replace("tail = 1", "tail = 'ü'")
+    fake_model.script(text(write(target, wanted)), DONE)
+    async with open_editor(profile, workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "unicode"})
+        assert result["applied"] is True, result
+        assert editor.text(target) == wanted
+        assert result["edits"] >= 1
+        if profile == "eglot":
+            assert editor.encoding == "utf-32"  # the captured Emacs profile prefers it; the server must honour it
+
+
+async def test_rejected_versioned_edit_retried_once(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text(write(target, BASE.replace("line 1 = 1", "line 1 = 'x'"))), DONE)
+    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        editor.reject_edits = 1  # the first applyEdit is refused, as eglot does when its didChange lags
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x"})
+        assert result["applied"] is True, result
+        assert len(editor.recorded.apply_edits) == 2
+        assert "line 1 = 'x'" in editor.text(target)
+
+
+async def test_preview_asks_when_annotations_unsupported(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text(write(target, BASE + "extra = 1\n")), DONE, text(write(target, BASE + "extra = 2\n")), DONE)
+    async with open_editor("neovim", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        editor.answers = ["Discard"]
+        declined = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "a", "preview": True})
+        assert declined["applied"] is False and declined["reason"] == "preview declined"
+        assert editor.text(target) == BASE
+        editor.answers = ["Apply"]
+        applied = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "b", "preview": True})
+        assert applied["applied"] is True and editor.text(target).endswith("extra = 2\n")
+        assert [r.actions[0].title for r in editor.recorded.message_requests] == ["Apply", "Apply"]
+
+
+async def test_confirm_edits_uses_change_annotations_in_vscode(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text(write(target, BASE + "extra = 1\n")), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env, init_options={"confirmEdits": True}) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "a"})
+        assert result["applied"] is True
+        edit = editor.recorded.apply_edits[0].edit
+        assert edit.change_annotations and all(a.needs_confirmation for a in edit.change_annotations.values())
+        assert all(getattr(e, "annotation_id", None) for e in edit.document_changes[0].edits)
+
+
+async def test_progress_begin_report_end(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text(write(target, BASE + "x = 1\n")), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "p"})
+        (reports,) = editor.client.progress_reports.values()
+        kinds = [r.kind for r in reports]
+        assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+        assert any("turn 1" in (r.message or "") for r in reports if r.kind == "report")
+
+
+@pytest.mark.parametrize("mode,profile,answer,ran", [
+    ("ask", "vscode", "Run once", True),
+    ("ask", "vscode", "Deny", False),
+    ("ask", "eglot", None, False),  # eglot 1.9 cannot be asked: deny
+    ("deny", "vscode", None, False),
+    ("allow", "eglot", None, True),
+])
+async def test_shell_permission(mode, profile, answer, ran, workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text("<nagent-shell>echo SHELL_$((40+2))</nagent-shell>"), DONE)
+    async with open_editor(profile, workspace, isolated_home, env=model_env, init_options={"shell": mode}) as editor:
+        editor.open(target)
+        if answer:
+            editor.answers = [answer]
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "run"})
+        asked = len(editor.recorded.message_requests)
+    convo = Path(result["conversation"]["path"]).read_text()
+    assert ("SHELL_42" in convo) is ran
+    assert asked == (1 if (mode == "ask" and profile == "vscode") else 0)
+    if not ran:
+        assert "not run:" in convo
+    assert "sk-test-marker-000" not in convo
+
+
+async def test_sub_conversation_rolls_up_tokens(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(
+        text("<nagent-conversation>say CHILD_ANSWER</nagent-conversation>"),
+        text("<nagent-response>CHILD_ANSWER</nagent-response>", usage=(100, 10)),
+        text("<nagent-response>parent done</nagent-response>"),
+    )
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "delegate"})
+    convo = Path(result["conversation"]["path"]).read_text()
+    assert "<nagent-conversation-result" in convo and "CHILD_ANSWER" in convo
+    assert result["tokens"]["input"] >= 100
+    children = [p for p in (workspace / ".nagent" / "conversations").iterdir() if p.name.startswith("child-")]
+    assert len(children) == 1 and "say CHILD_ANSWER" in children[0].read_text()
+    # The child's conversation is isolated: the parent's prompt is not in it.
+    assert "delegate" not in children[0].read_text().split("</initial_context>")[1]

@@ -6,7 +6,7 @@
 # 6. end-to-end: the .vsix in code-server 4.100.3 (cached in $NAGENT_CS_DIR, default
 #    /opt/nagent-code-server) with the real nagent-lsp and the fake model, driven by Chromium.
 # Exits non-zero when any step fails; prints a PASS/FAIL summary at the end.
-# Env: NAGENT_CS_DIR, NAGENT_LSP_COMMAND, NAGENT_PYTHON, NAGENT_E2E_ARTIFACTS, NAGENT_E2E_ALLOW_MISSING
+# Env: NAGENT_CS_DIR, NAGENT_LSP_COMMAND (or NAGENT_SERVER), NAGENT_PYTHON, NAGENT_E2E_ARTIFACTS, NAGENT_E2E_ALLOW_MISSING
 #      (see test/e2e/run.sh); NAGENT_VSCODE_SKIP_E2E=1 skips step 6.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -87,6 +87,7 @@ async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome
 
 async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: int) -> tuple[str, ParsedReply, str | None]:
     provider_failed = False
+    last_error = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             reply = await session.ask_model(to_messages(convo.text))
@@ -94,6 +95,7 @@ async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: i
             raise
         except ModelError as exc:
             provider_failed = True
+            last_error = str(exc)
             convo.append(system_block(f"Model provider error on attempt {attempt} of {MAX_ATTEMPTS}: {exc}"))
             continue
         provider_failed = False
@@ -105,6 +107,8 @@ async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: i
         kept = _keep_raw(session, convo, turn, attempt, reply.text)
         convo.append(system_block(f"{note} (Attempt {attempt} of {MAX_ATTEMPTS}; the rejected reply is kept in {kept}, not in this conversation.)"))
     message = exhausted_message(provider_failed)
+    if provider_failed and last_error:
+        message = f"{message} Last error: {last_error}"
     convo.append(system_block(message))
     raise RunFailed(message)
 

@@ -52,10 +52,10 @@ class NagentServer(LanguageServer):
 
 
 def create_server() -> NagentServer:
-    from nagent_lsp.lsp.features import conversation, edit, history, lifecycle, splitpatch, status
+    from nagent_lsp.lsp.features import codeaction, conversation, edit, history, lifecycle, splitpatch, status
 
     server = NagentServer()
-    for feature in (lifecycle, status, edit, conversation, history, splitpatch):
+    for feature in (lifecycle, status, edit, conversation, history, splitpatch, codeaction):
         feature.register(server)
     logs.attach_client(server)
     return server

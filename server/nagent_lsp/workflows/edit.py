@@ -87,7 +87,14 @@ def selection_of(text: str, rng: dict | None) -> Selection | None:
     return Selection(chosen, sl, sc, el, ec)
 
 
-async def edit(session: Session, port: EditorPort, raw: Any, model_factory: Callable[..., Any]) -> dict[str, Any]:
+async def edit(
+    session: Session,
+    port: EditorPort,
+    raw: Any,
+    model_factory: Callable[..., Any],
+    finish: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
     args = parse_args(EditArgs, raw)
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
@@ -102,10 +109,19 @@ async def edit(session: Session, port: EditorPort, raw: Any, model_factory: Call
     store = conversation_store(session, state_root)
     ref = store.resolve(path)
     async with store.lock_for(ref):
-        return await _run(session, port, args, model, path, state_root, ref)
+        return await _run(session, port, args, model, path, state_root, ref, finish)
 
 
-async def _run(session: Session, port: EditorPort, args: EditArgs, model: Any, path: Path, state_root: Path, ref: Any) -> dict[str, Any]:
+async def _run(
+    session: Session,
+    port: EditorPort,
+    args: EditArgs,
+    model: Any,
+    path: Path,
+    state_root: Path,
+    ref: Any,
+    finish: Callable[[str], str] | None,
+) -> dict[str, Any]:
     settings = session.settings
     base_text, base_version = read_text(port, path)
     folders = [f.resolve() for f in session.workspace_folders] or [state_root.parent]
@@ -178,6 +194,8 @@ async def _run(session: Session, port: EditorPort, args: EditArgs, model: Any, p
     result["tokens"] = run.tokens.as_result()
     if outcome.stopped_by_limit:
         result["reason"] = f"stopped after maxSteps={settings.maxSteps} turns"
+    if finish is not None:
+        run.staged = finish(run.staged)
     if run.staged == base_text:
         result.setdefault("reason", "no change")
         port.end_progress(progress, "no change")

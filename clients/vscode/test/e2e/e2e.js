@@ -392,7 +392,7 @@ async function palette(title) {
   const p = page();
   await p.keyboard.press('F1');
   const input = p.locator('.quick-input-widget input[type="text"], .quick-input-widget .quick-input-box input').first();
-  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.waitFor({ state: 'visible', timeout: 20000 });
   await input.fill('>' + title);
   const handle = await p.waitForFunction(
     (t) => {
@@ -402,7 +402,7 @@ async function palette(title) {
       return row ? row.getAttribute('data-index') : null;
     },
     title,
-    { timeout: 10000 },
+    { timeout: 20000 },
   );
   const index = await handle.jsonValue();
   await p.locator(`.quick-input-widget .quick-input-list .monaco-list-row[data-index="${index}"]`).click();
@@ -418,7 +418,7 @@ async function answerInput(title, text) {
       return (w.textContent || '').includes(t);
     },
     title,
-    { timeout: 10000 },
+    { timeout: 20000 },
   );
   const input = p.locator('.quick-input-widget input').first();
   await input.fill(text);
@@ -429,7 +429,7 @@ async function openFile(rel) {
   const p = page();
   await p.keyboard.press('Control+P');
   const input = p.locator('.quick-input-widget input').first();
-  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.waitFor({ state: 'visible', timeout: 20000 });
   await input.fill(rel);
   await p.waitForFunction(
     (name) => {
@@ -491,7 +491,7 @@ async function focusEditor() {
   const p = page();
   // the active editor group's text area
   const lines = p.locator('.editor-group-container.active .monaco-editor .view-lines').first();
-  await lines.waitFor({ state: 'visible', timeout: 10000 });
+  await lines.waitFor({ state: 'visible', timeout: 20000 });
   await lines.click({ position: { x: 200, y: 5 } });
 }
 
@@ -661,7 +661,7 @@ async function runSteps() {
     await p.waitForFunction(
       () => Array.from(document.querySelectorAll('.monaco-hover')).some((h) => (h.textContent || '').includes('Handle empty names')),
       undefined,
-      { timeout: 10000 },
+      { timeout: 20000 },
     );
     await shot('hover');
     await p.keyboard.press('Escape');
@@ -741,7 +741,7 @@ async function runSteps() {
     await palette('nagent: Clear File Conversation');
     const p = page();
     const btn = p.locator('.monaco-dialog-box .monaco-button', { hasText: 'Clear' }).first();
-    await btn.waitFor({ state: 'visible', timeout: 10000 });
+    await btn.waitFor({ state: 'visible', timeout: 20000 });
     await btn.click();
     const rec = await waitFor('nagent.vscode.clearConversation');
     assert(rec.ok, 'Clear File Conversation failed', rec.error);
@@ -853,7 +853,7 @@ async function runSteps() {
     await page().waitForFunction(
       (t) => Array.from(document.querySelectorAll('.notification-list-item-message')).some((n) => (n.textContent || '').includes(t)),
       probe,
-      { timeout: 10000 },
+      { timeout: 20000 },
     );
     assert(rec.activeDocument.text === before, 'a failed edit must not change the document', { before, after: rec.activeDocument.text });
   }, { needs: ['nagent.edit'] });

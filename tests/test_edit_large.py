@@ -1,0 +1,44 @@
+"""An edit run on a 200 KB file goes through split segments and one file-patch, ending in minimal edits."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.harness.gitrepo import Commit, build_repo
+from tests.harness.lsp import open_editor
+
+BODY = "".join(f"def function_{i}(value):\n    return value + {i}\n\n\n" for i in range(5000))
+
+
+async def test_large_target_through_segments(workspace, isolated_home, fake_model, model_env) -> None:
+    assert len(BODY.encode()) > 200_000
+    build_repo(workspace, [Commit("big", {"big.py": BODY})])
+    target = workspace / "big.py"
+    seen: dict[str, str] = {}
+
+    def responder(request):
+        last = request.messages[-1]["content"]
+        if "<nagent-file-patch-result" in last:
+            return "<nagent-response>patched function_7</nagent-response>"
+        if 'mode="split"' in last:
+            index = re.search(r"index_path: (\S+)", last).group(1)
+            segment = re.search(r"- segment 1: lines \d+-\d+ at (\S+)", last).group(1)
+            seen.update(index=index, segment=segment)
+            text = Path(segment).read_text().replace("return value + 7\n", "return value * 7\n")
+            return f'<nagent-write path="{segment}">\n{text}</nagent-write>\n<nagent-file-patch index="{index}"/>'
+        return f'<nagent-file-read path="{target}"/>'
+
+    fake_model.responder = responder
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "multiply in function_7"})
+        assert result["applied"] is True, result
+        assert editor.text(target) == BODY.replace("return value + 7\n", "return value * 7\n")
+        assert result["edits"] == 1
+        assert target.read_text() == BODY  # the disk file is the editor's business
+    first_request = fake_model.chat_requests[0].messages[0]["content"]
+    assert "function_4999" not in first_request  # a large target is not inlined in the context
+    assert Path(seen["index"]).is_file()
+    convo = Path(result["conversation"]["path"]).read_text()
+    assert 'mode="split"' in convo and 'status="ok"' in convo and "changed=\"true\"" in convo

@@ -1,11 +1,12 @@
 """The server's own cost of an edit: request → workspace/applyEdit, model latency excluded.
 
 Runs the real server (subprocess, VS Code capabilities) in a real git repository against the local
-OpenAI-compatible test server, which answers instantly (no thinking time) with a <nagent-write> of the file
-with a few lines changed, then a <nagent-response>. For files of 1k, 10k and 50k lines it prints the median
-time from sending `nagent.edit` to receiving the applyEdit, beside the floor: diffing the two texts
-in-process with difflib (what any minimal-edit delivery must at least do). The two loopback HTTP round trips
-through the openai SDK stay in our figure, so it overstates the server's own cost slightly.
+OpenAI-compatible test server, which answers instantly with a <nagent-write> of the file with three lines
+changed, then a <nagent-response>. For files of 1k, 10k and 50k lines it prints the median time from sending
+`nagent.edit` to the client receiving the applyEdit, minus the model calls as the server timed them (its
+log's "model call took" lines: the SDK's HTTP round trip and JSON of the whole conversation), beside the
+floor measured in the same run (each run starts from a cleared conversation): just diffing the two texts into minimal edits in-process
+(`nagent_lsp.textedit.minimal_edits`, what any minimal-edit delivery must do at least).
 
     .venv/bin/python -m benchmarks.edit_overhead [--runs 5]
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
+import re
 import statistics
 import sys
 import tempfile
@@ -41,12 +42,20 @@ def modify(text: str) -> str:
 
 
 def floor_seconds(old: str, new: str, runs: int) -> float:
+    from nagent_lsp.textedit import minimal_edits
+
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        list(difflib.SequenceMatcher(None, old.splitlines(True), new.splitlines(True), autojunk=False).get_opcodes())
+        minimal_edits(old, new, "utf-16")
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def model_ms(log_file: Path, seen: int) -> tuple[float, int]:
+    lines = log_file.read_text().splitlines() if log_file.exists() else []
+    total = sum(float(m.group(1)) for line in lines[seen:] if (m := re.search(r"model call took ([\d.]+) ms", line)))
+    return total, len(lines)
 
 
 async def measure(lines: int, runs: int, base: Path) -> tuple[float, float, int]:
@@ -65,15 +74,22 @@ async def measure(lines: int, runs: int, base: Path) -> tuple[float, float, int]
     env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-bench", "NAGENT_MODEL": "bench"}
     samples = []
     try:
-        async with open_editor("vscode", work, base / "home", env=env, init_options={"history": {"summarize": False}}) as editor:
+        log_file = base / f"server{lines}.log"
+        seen = 0
+        args = ("-v", "--log-file", str(log_file))
+        async with open_editor("vscode", work, base / "home", env=env, init_options={"history": {"summarize": False}}, server_args=args) as editor:
             for run in range(runs + 1):  # the first run warms caches (history index, imports)
                 editor.open(target, old) if run == 0 else editor.change(target, old)
+                # Each sample starts from an empty conversation, so every run measures the same work.
+                await editor.command("nagent.conversation.clear", {"uri": editor.uri(target)})
                 arrived: list[float] = []
                 editor.before_apply = lambda params: arrived.append(time.perf_counter())
                 start = time.perf_counter()
                 result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "mark three lines"})
                 assert result["applied"], result
-                elapsed = arrived[0] - start
+                await asyncio.sleep(0.05)  # let the log line of the last model call land
+                spent, seen = model_ms(log_file, seen)
+                elapsed = arrived[0] - start - spent / 1000
                 if run:
                     samples.append(elapsed)
     finally:

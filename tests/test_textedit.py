@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import nagent_lsp.textedit as textedit_module
 from nagent_lsp.textedit import (
     TextEditSpec,
     apply_edits,
@@ -194,3 +195,27 @@ def test_merge3_of_separated_edits_contains_both(i, j, word):
     assert merge3(BASE, ours, theirs) == _change(ours, j, f"theirs{word}\n")
     assert merge3(BASE, ours, BASE) == ours
     assert merge3(BASE, BASE, theirs) == theirs
+
+
+@given(
+    st.lists(st.sampled_from(["a\n", "b\n", "\n", "}\n", "x = 1\n", "é😀\n", "c\r\n"]), max_size=60),
+    st.lists(st.sampled_from(["a\n", "b\n", "\n", "}\n", "y = 2\n", "é😀\n", "c\r\n"]), max_size=60),
+)
+@settings(max_examples=150, deadline=None)
+def test_anchored_diff_on_repetitive_text_is_exact(old_lines, new_lines) -> None:
+    # Force the patience-anchored path (normally only for files over SMALL_GAP lines).
+    old, new = "".join(old_lines), "".join(new_lines)
+    saved, textedit_module.SMALL_GAP = textedit_module.SMALL_GAP, 2
+    try:
+        for encoding in ("utf-16", "utf-32"):
+            assert apply_edits(old, minimal_edits(old, new, encoding), encoding) == new
+    finally:
+        textedit_module.SMALL_GAP = saved
+
+
+def test_large_file_with_few_changes_gives_few_hunks() -> None:
+    old = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(20000))
+    new = old.replace("return 100\n", "return 'a'\n").replace("return 15000\n", "return 'b'\n")
+    edits = minimal_edits(old, new)
+    assert len(edits) == 2
+    assert apply_edits(old, edits) == new

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
@@ -117,13 +117,79 @@ def _line_opcodes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]
         return []
     if not a_mid or not b_mid:
         return [(head, head + len(a_mid), head, head + len(b_mid))]
-    # autojunk would hide frequent lines (blank lines, braces) and give larger, uglier hunks on small inputs.
-    matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=len(a_mid) + len(b_mid) > 20000)
-    return [
-        (i1 + head, i2 + head, j1 + head, j2 + head)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
-    ]
+    return [(i1 + head, i2 + head, j1 + head, j2 + head) for i1, i2, j1, j2 in _anchored(a_mid, b_mid)]
+
+
+SMALL_GAP = 2000  # lines: below this a plain SequenceMatcher is fast enough on any content
+
+
+def _anchored(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    """Changed ranges, anchored on lines that occur exactly once on each side (patience diff).
+
+    difflib alone is quadratic on files full of repeated lines (blank lines, braces); lines unique to both
+    sides pin the alignment so only the small gaps between them need a general diff."""
+    if len(a) <= SMALL_GAP and len(b) <= SMALL_GAP:
+        return _plain(a, b, autojunk=False)
+    count_a: dict[str, int] = {}
+    for line in a:
+        count_a[line] = count_a.get(line, 0) + 1
+    count_b: dict[str, int] = {}
+    where_b: dict[str, int] = {}
+    for j, line in enumerate(b):
+        count_b[line] = count_b.get(line, 0) + 1
+        where_b[line] = j
+    pairs = [(i, where_b[line]) for i, line in enumerate(a) if count_a[line] == 1 and count_b.get(line) == 1]
+    anchors = _increasing(pairs)
+    if not anchors:
+        return _plain(a, b, autojunk=len(a) + len(b) > 20000)
+    out: list[tuple[int, int, int, int]] = []
+    prev_i = prev_j = 0
+    for i, j in anchors + [(len(a), len(b))]:
+        if (i > prev_i or j > prev_j) and a[prev_i:i] != b[prev_j:j]:
+            gap = _anchored(a[prev_i:i], b[prev_j:j]) if (i - prev_i, j - prev_j) != (len(a), len(b)) else _plain(a[prev_i:i], b[prev_j:j], True)
+            out.extend((i1 + prev_i, i2 + prev_i, j1 + prev_j, j2 + prev_j) for i1, i2, j1, j2 in gap)
+        prev_i, prev_j = i + 1, j + 1
+    return _coalesce(out)
+
+
+def _plain(a: list[str], b: list[str], autojunk: bool) -> list[tuple[int, int, int, int]]:
+    if not a or not b:
+        return [(0, len(a), 0, len(b))] if (a or b) else []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=autojunk)
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of pairs increasing in both coordinates (pairs come sorted by the first), O(n log n)."""
+    tails: list[int] = []  # tails[k]: index into pairs of the smallest tail of a run of length k+1
+    links: list[int] = [-1] * len(pairs)
+    tail_js: list[int] = []
+    for n, (_, j) in enumerate(pairs):
+        k = bisect_left(tail_js, j)
+        if k == len(tail_js):
+            tails.append(n)
+            tail_js.append(j)
+        else:
+            tails[k] = n
+            tail_js[k] = j
+        links[n] = tails[k - 1] if k else -1
+    run: list[tuple[int, int]] = []
+    n = tails[-1] if tails else -1
+    while n != -1:
+        run.append(pairs[n])
+        n = links[n]
+    return run[::-1]
+
+
+def _coalesce(ranges: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Merge touching ranges so one logical change is one hunk."""
+    out: list[tuple[int, int, int, int]] = []
+    for r in ranges:
+        if out and out[-1][1] == r[0] and out[-1][3] == r[2]:
+            last = out.pop()
+            r = (last[0], r[1], last[2], r[3])
+        out.append(r)
+    return out
 
 
 def _hunks(old: str, new: str) -> list[tuple[int, int, str]]:
@@ -200,12 +266,52 @@ def unified_diff(old: str, new: str, path: str, context: int = 3) -> str:
     if old == new:
         return ""
     a, b = split_lines(old), split_lines(new)
-    out = []
-    for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", n=context, lineterm="\n"):
-        out.append(line)
-        if line[-1:] not in ("\n", "\r"):
-            out.append("\n\\ No newline at end of file\n")
+    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
+    for group in _groups(_line_opcodes(a, b), len(a), context):
+        i_start, j_start = group[0][0], group[0][2]
+        i_end, j_end = group[-1][1], group[-1][3]
+        out.append(f"@@ -{_span(i_start, i_end - i_start)} +{_span(j_start, j_end - j_start)} @@\n")
+        for tag, i1, i2, j1, j2 in _tagged(group):
+            lines = [(" ", l) for l in a[i1:i2]] if tag == "equal" else [("-", l) for l in a[i1:i2]] + [("+", l) for l in b[j1:j2]]
+            for mark, line in lines:
+                out.append(mark + line)
+                if line[-1:] not in ("\n", "\r"):
+                    out.append("\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def _span(start: int, length: int) -> str:
+    # difflib's (and git's) convention: an empty range is shown at the line before it.
+    if length == 1:
+        return f"{start + 1}"
+    return f"{start + 1 if length else start},{length}"
+
+
+def _groups(changes: list[tuple[int, int, int, int]], a_len: int, context: int) -> list[list[tuple[int, int, int, int]]]:
+    """Hunks: equal, change, equal, change, …, equal ranges; changes closer than 2*context share a hunk."""
+    groups: list[list[tuple[int, int, int, int]]] = []
+    for i1, i2, j1, j2 in changes:
+        if groups and i1 - groups[-1][-1][1] <= 2 * context:
+            last = groups[-1][-1]
+            groups[-1] += [(last[1], i1, last[3], j1), (i1, i2, j1, j2)]
+        else:
+            lead = min(context, i1)
+            groups.append([(i1 - lead, i1, j1 - lead, j1), (i1, i2, j1, j2)])
+    for group in groups:
+        i2, j2 = group[-1][1], group[-1][3]
+        tail = min(context, a_len - i2)
+        group.append((i2, i2 + tail, j2, j2 + tail))
+    return groups
+
+
+def _tagged(group: list[tuple[int, int, int, int]]) -> list[tuple[str, int, int, int, int]]:
+    """Alternating equal/change ranges of a group (equal runs are the even entries)."""
+    out = []
+    for n, (i1, i2, j1, j2) in enumerate(group):
+        if i1 == i2 and j1 == j2:
+            continue
+        out.append(("equal" if n % 2 == 0 else "change", i1, i2, j1, j2))
+    return out
 
 
 def _side_hunks(base: list[str], other: list[str]) -> list[tuple[int, int, tuple[str, ...]]]:

@@ -197,6 +197,7 @@ async def open_editor(
     init_options: dict[str, Any] | None = None,
     configuration: dict[str, Any] | None = None,
     patch_capabilities: Any = None,
+    server_args: tuple[str, ...] = ("-v",),
 ) -> AsyncIterator[Editor]:
     client = LanguageClient(converter_factory=default_converter)
     ours = {types.WORKSPACE_APPLY_EDIT, types.WINDOW_SHOW_MESSAGE_REQUEST, types.WINDOW_SHOW_DOCUMENT}
@@ -222,7 +223,7 @@ async def open_editor(
         return None if profile == "eglot" else types.ShowDocumentResult(success=True)
 
     home.mkdir(parents=True, exist_ok=True)
-    await client.start_io(sys.executable, "-m", "nagent_lsp", "-v", env=server_env(home, env), cwd=str(workspace))
+    await client.start_io(sys.executable, "-m", "nagent_lsp", *server_args, env=server_env(home, env), cwd=str(workspace))
     caps = capabilities(profile)
     if patch_capabilities:
         patch_capabilities(caps)

@@ -206,6 +206,8 @@ Return a plist (:process P :url BASE-URL :record FILE)."
         lsp-modeline-workspace-status-enable nil
         lsp-lens-enable nil
         lsp-diagnostics-provider :none)
+  (let ((session lsp-session-file))
+    (add-hook 'kill-emacs-hook (lambda () (ignore-errors (delete-file session)))))
   (require 'lsp-mode)
   (require 'nagent-lsp-mode))
 

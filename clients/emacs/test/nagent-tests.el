@@ -160,9 +160,21 @@
     (nagent-test-require-command "nagent.edit")
     (goto-char (point-min))
     (search-forward "def size")
-    (let ((res (nagent-edit "document this function" (line-beginning-position) (point-max))))
+    ;; Interactively, as a user would: an active region and a minibuffer prompt.
+    (transient-mark-mode 1)
+    (set-mark (line-beginning-position))
+    (goto-char (point-max))
+    (activate-mark)
+    (let* ((prompt nil)
+           (res (cl-letf (((symbol-function 'read-string)
+                           (lambda (p &rest _) (setq prompt p) "document this function")))
+                  (call-interactively #'nagent-edit))))
+      (should (string-match-p "region" prompt))
       (should (nagent--true-p (plist-get res :applied)))
-      (should (string-match-p "Count ITEMS" (buffer-string))))))
+      (should (string-match-p "Count ITEMS" (buffer-string)))
+      ;; The range was sent: the model saw the request about the selection.
+      (should (string-match-p "document this function"
+                              (json-encode (nagent-test-fake-requests fake)))))))
 
 (ert-deftest nagent-edit-then-conversation ()
   "After an edit, the conversation opens and holds the request."

@@ -27,13 +27,14 @@ class ConversationFile:
         except FileNotFoundError:
             return cls(path, "")
 
-    def set_context(self, context: str) -> None:
+    def set_context(self, context: str, save: bool = True) -> None:
         """`context` is a whole <initial_context> block (as the context builder makes it) or just its body."""
         head, tail = f"<{INITIAL_CONTEXT}>\n", f"\n</{INITIAL_CONTEXT}>"
         if context.startswith(head) and context.endswith(tail):
             context = context[len(head) : -len(tail)]
         self.text = set_initial_context(self.text, context)
-        self.save()
+        if save:
+            self.save()
 
     def append(self, *blocks: str) -> None:
         for block in blocks:

@@ -6,6 +6,8 @@ reply is kept in outputs/ rather than in the conversation, so a mistake is never
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -38,6 +40,9 @@ from nagent_lsp.protocol import (
     parse_reply,
     render_result,
 )
+
+
+log = logging.getLogger("nagent_lsp")
 
 
 class RunFailed(Exception):
@@ -90,7 +95,9 @@ async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: i
     last_error = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
+            started = time.perf_counter()
             reply = await session.ask_model(to_messages(convo.text))
+            log.info("model call took %.1f ms", (time.perf_counter() - started) * 1000)
         except (ModelCancelled, ModelNotConfigured):
             raise
         except ModelError as exc:

@@ -151,8 +151,8 @@ async def _run(
         )
 
     extras = await _context_extras(session, port, path)
-    convo.set_context(context_for(ref.conversation, "user"))
-    convo.append(user_prompt_block(args.request))
+    convo.set_context(context_for(ref.conversation, "user"), save=False)
+    convo.append(user_prompt_block(args.request))  # one write for both
     run = EditSession(
         port=port,
         settings=settings,

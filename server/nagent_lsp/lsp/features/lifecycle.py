@@ -44,6 +44,15 @@ def register(server: Any) -> None:
             ls.session.workspace_config = pushed
             _reload(ls)
 
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: Any, params: Any = None) -> None:
+        # Background history builds hold a git process; stop them so the exit is prompt.
+        for service in ls.session.services("history"):
+            try:
+                service.close()
+            except Exception as exc:  # shutting down anyway
+                log.info("closing a history service: %s", exc)
+
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders(ls: Any, params: types.DidChangeWorkspaceFoldersParams) -> None:
         ls.session.workspace_folders = ls.folder_paths()

@@ -93,3 +93,36 @@ async def test_rename_and_save_by_replace_keep_the_conversation(workspace, isola
         assert third["conversation"]["fileId"] != old_id
     text_ = Path(convo).read_text()
     assert text_.index("first") < text_.index("second") < text_.index("third")
+
+
+async def test_summarize_and_compact(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(
+        text("<nagent-response>first answer " + "lorem ipsum " * 400 + "</nagent-response>"),
+        text("Goal: tidy a.py. Nothing changed yet."),
+        text("COMPACT SUMMARY: tidy a.py, keep tabs."),
+        text("<nagent-response>after compact</nagent-response>"),
+    )
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        edited = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "tidy please"})
+        convo = Path(edited["conversation"]["path"])
+        summary = await editor.command("nagent.conversation.summarize", {"uri": editor.uri(target)})
+        assert summary["summary"] == "Goal: tidy a.py. Nothing changed yet."
+        assert "tidy please" in fake_model.chat_requests[1].messages[-1]["content"]
+        before = convo.read_text()
+        compacted = await editor.command("nagent.conversation.compact", {"uri": editor.uri(target), "instruction": "mention tabs"})
+        assert Path(compacted["archivedPath"]).read_text() == before
+        assert compacted["tokensAfter"] < compacted["tokensBefore"]
+        assert "mention tabs" in fake_model.chat_requests[2].messages[0]["content"]
+        now = convo.read_text()
+        assert "COMPACT SUMMARY" in now and "tidy please" not in now.split("</initial_context>")[1]
+        await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "next"})
+        assert "COMPACT SUMMARY" in str(fake_model.chat_requests[3].messages)
+
+
+async def test_summarize_needs_a_model(workspace, isolated_home) -> None:
+    target = repo(workspace)
+    async with open_editor("eglot", workspace, isolated_home) as editor:
+        error = await editor.command_error("nagent.conversation.summarize", {"uri": editor.uri(target)})
+        assert "OPENAI_API_KEY" in error.message

@@ -164,3 +164,17 @@ async def test_sub_conversation_rolls_up_tokens(workspace, isolated_home, fake_m
     assert len(children) == 1 and "say CHILD_ANSWER" in children[0].read_text()
     # The child's conversation is isolated: the parent's prompt is not in it.
     assert "delegate" not in children[0].read_text().split("</initial_context>")[1]
+
+
+async def test_next_continues_and_max_steps_bounds_the_run(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+    fake_model.script(text("<nagent-next>check the header</nagent-next>"), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env, init_options={"maxSteps": 3}) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "go"})
+        assert result["response"] == "done" and result["tokens"]["turns"] == 2
+        assert "<nagent-next-input>\ncheck the header\n</nagent-next-input>" in fake_model.chat_requests[1].messages[-1]["content"]
+
+        fake_model.responder = lambda request: "<nagent-next>again</nagent-next>"
+        bounded = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "loop forever"})
+        assert bounded["tokens"]["turns"] == 3 and "maxSteps=3" in bounded["reason"]

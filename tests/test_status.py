@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -51,3 +52,46 @@ async def test_malformed_argument_is_invalid_params_and_server_survives(workspac
 def test_version_flag() -> None:
     out = subprocess.run([sys.executable, "-m", "nagent_lsp", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == f"nagent-lsp {__version__}"
+
+
+def test_tcp_transport(tmp_path) -> None:
+    """`--tcp --host --port` serves LSP over a socket."""
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "nagent_lsp", "--tcp", "--host", "127.0.0.1", "--port", str(port)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                assert time.time() < deadline, "server did not listen"
+                time.sleep(0.1)
+        with conn:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            data = b""
+            while b'"result"' not in data:
+                chunk = conn.recv(65536)
+                assert chunk, "connection closed"
+                data += chunk
+            reply = json.loads(data.split(b"\r\n\r\n", 1)[1][: int(data.split(b"Content-Length: ")[1].split(b"\r\n")[0])])
+            assert "nagent.status" in reply["result"]["capabilities"]["executeCommandProvider"]["commands"]
+    finally:
+        server.kill()
+        server.wait(5)
+
+
+async def test_failures_are_forwarded_to_the_client_log(workspace: Path, isolated_home: Path) -> None:
+    async with open_editor("vscode", workspace, isolated_home) as editor:
+        await editor.command_error("nagent.history", {"uri": (workspace / "missing.py").as_uri()})
+        for _ in range(50):
+            if editor.client.log_messages:
+                break
+            await asyncio.sleep(0.05)
+        assert any("nagent.history" in m.message for m in editor.client.log_messages)

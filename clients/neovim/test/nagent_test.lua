@@ -177,6 +177,19 @@ local function response_reply(text)
   return { text = string.format("<nagent-response>%s</nagent-response>", text) }
 end
 
+-- with_file's `replies` for edits: each step { text, response } writes text to the file, then answers.
+local function edit_replies(...)
+  local steps = { ... }
+  return function(target)
+    local replies = {}
+    for _, step in ipairs(steps) do
+      table.insert(replies, write_reply(target, step[1]))
+      table.insert(replies, response_reply(step[2]))
+    end
+    return replies
+  end
+end
+
 local function nagent_client(bufnr)
   local clients = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr, name = "nagent" })
     or vim.tbl_values(vim.lsp.buf_get_clients(bufnr))
@@ -284,8 +297,19 @@ local function test(name, fn)
   table.insert(tests, { name = name, fn = fn })
 end
 
-test("status reports the settings", function()
-  with_file({}, function(ctx)
+-- test(name) that runs fn(ctx) through with_file(opts), skipped unless the server has every command.
+local function file_test(name, opts, commands, fn)
+  test(name, function()
+    with_file(opts, function(ctx)
+      for _, command in ipairs(commands) do
+        require_command(ctx, command)
+      end
+      fn(ctx)
+    end)
+  end)
+end
+
+file_test("status reports the settings", {}, function(ctx)
     local res = run("NagentStatus", "nagent.status")
     assert_eq(res.model, "fake-model", "model")
     assert_eq(res.modelConfigured, true, "modelConfigured")
@@ -322,45 +346,39 @@ test("update_settings reaches the running server", function()
 end)
 
 test("history shows the file's commits", function()
-  with_file({}, function(ctx)
-    require_command(ctx, "nagent.history")
-    local res = run("NagentHistory", "nagent.history")
-    assert_eq(#res.commits, 3, "commits")
-    local text = buf_lines_named("nagent://history")
-    assert_match(text, "History of a%.py", "history buffer")
-    assert_match(text, "Fix off%-by%-one in size", "history buffer")
-    assert_match(text, "Teach the caller about sizes", "history buffer")
-    assert_match(text, "Add fetch helper and its caller", "history buffer")
-    assert_match(text, "Alice Example", "history buffer")
-    assert_match(text, "Bob Example", "history buffer")
-    assert(not text:find("Document the project"), "c.md's commit is not a.py's")
-  end)
+  with_file({}, { "nagent.history" }, function(ctx)
+  local res = run("NagentHistory", "nagent.history")
+  assert_eq(#res.commits, 3, "commits")
+  local text = buf_lines_named("nagent://history")
+  assert_match(text, "History of a%.py", "history buffer")
+  assert_match(text, "Fix off%-by%-one in size", "history buffer")
+  assert_match(text, "Teach the caller about sizes", "history buffer")
+  assert_match(text, "Add fetch helper and its caller", "history buffer")
+  assert_match(text, "Alice Example", "history buffer")
+  assert_match(text, "Bob Example", "history buffer")
+  assert(not text:find("Document the project"), "c.md's commit is not a.py's")
 end)
 
-test("co-edits list opens the file on <CR>", function()
-  with_file({}, function(ctx)
-    require_command(ctx, "nagent.coedits")
-    local res = run("NagentCoedits", "nagent.coedits")
-    assert_eq(#res.rows, 1, "rows")
-    assert_eq(res.rows[1].path, "b.py", "row path")
-    local list = vim.fn.bufnr("nagent://coedits")
-    assert_eq(vim.api.nvim_get_current_buf(), list, "list buffer is current")
-    local lines = vim.api.nvim_buf_get_lines(list, 0, -1, false)
-    local row
-    for i, l in ipairs(lines) do
-      if l:find("b%.py") then
-        row = i
-      end
+file_test("co-edits list opens the file on <CR>", {}, { "nagent.coedits" }, function(ctx)
+  local res = run("NagentCoedits", "nagent.coedits")
+  assert_eq(#res.rows, 1, "rows")
+  assert_eq(res.rows[1].path, "b.py", "row path")
+  local list = vim.fn.bufnr("nagent://coedits")
+  assert_eq(vim.api.nvim_get_current_buf(), list, "list buffer is current")
+  local lines = vim.api.nvim_buf_get_lines(list, 0, -1, false)
+  local row
+  for i, l in ipairs(lines) do
+    if l:find("b%.py") then
+      row = i
     end
-    assert(row, "no b.py row in " .. vim.inspect(lines))
-    vim.api.nvim_win_set_cursor(0, { row, 0 })
-    vim.cmd("execute \"normal \\<CR>\"")
-    assert_eq(vim.api.nvim_buf_get_name(0), ctx.repo .. "/b.py", "opened file")
-  end)
+  end
+  assert(row, "no b.py row in " .. vim.inspect(lines))
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.cmd("execute \"normal \\<CR>\"")
+  assert_eq(vim.api.nvim_buf_get_name(0), ctx.repo .. "/b.py", "opened file")
 end)
 
-test("hover (K) shows the history card", function()
-  with_file({}, function(ctx)
+file_test("hover (K) shows the history card", {}, function(ctx)
     local c = nagent_client(ctx.bufnr)
     if not (c.server_capabilities and c.server_capabilities.hoverProvider) then
       error(setmetatable({ reason = "no hover yet" }, Skip))
@@ -381,95 +399,62 @@ test("hover (K) shows the history card", function()
 end)
 
 test("the conversation opens", function()
-  with_file({}, function(ctx)
-    require_command(ctx, "nagent.conversation.open")
-    local res = run("NagentConversation", "nagent.conversation.open")
-    assert_match(vim.fn.resolve(res.path), "^" .. vim.pesc(ctx.repo .. "/.nagent/conversations/"), "path")
-    assert(vim.wait(5000, function()
-      return vim.fn.bufwinnr(vim.fn.bufnr(res.path)) ~= -1
-    end, 20), "conversation not shown in a window: " .. res.path)
-  end)
+  with_file({}, { "nagent.conversation.open" }, function(ctx)
+  local res = run("NagentConversation", "nagent.conversation.open")
+  assert_match(vim.fn.resolve(res.path), "^" .. vim.pesc(ctx.repo .. "/.nagent/conversations/"), "path")
+  assert(vim.wait(5000, function()
+    return vim.fn.bufwinnr(vim.fn.bufnr(res.path)) ~= -1
+  end, 20), "conversation not shown in a window: " .. res.path)
 end)
 
-test("an edit changes the buffer as scripted", function()
-  with_file({
-    replies = function(target)
-      return { write_reply(target, A_EDITED), response_reply("Added retries.") }
-    end,
-  }, function(ctx)
-    require_command(ctx, "nagent.edit")
-    local res = run("NagentEdit add a retries parameter to fetch", "nagent.edit")
-    assert_eq(res.applied, true, "applied")
-    assert_match(res.response, "Added retries", "response")
-    assert_eq(buffer_text(ctx.bufnr), A_EDITED, "buffer")
-    assert_eq(vim.bo[ctx.bufnr].modified, true, "buffer modified, not saved")
-    assert_eq(read(ctx.target), A_V3, "file on disk")
-    local reqs = fake_requests(ctx.fake)
-    assert_eq(#reqs, 2, "model calls")
-    assert_match(vim.fn.json_encode(reqs), "add a retries parameter to fetch", "request sent to the model")
-  end)
+file_test("an edit changes the buffer as scripted", { replies = edit_replies({ A_EDITED, "Added retries." }) }, { "nagent.edit" }, function(ctx)
+  local res = run("NagentEdit add a retries parameter to fetch", "nagent.edit")
+  assert_eq(res.applied, true, "applied")
+  assert_match(res.response, "Added retries", "response")
+  assert_eq(buffer_text(ctx.bufnr), A_EDITED, "buffer")
+  assert_eq(vim.bo[ctx.bufnr].modified, true, "buffer modified, not saved")
+  assert_eq(read(ctx.target), A_V3, "file on disk")
+  local reqs = fake_requests(ctx.fake)
+  assert_eq(#reqs, 2, "model calls")
+  assert_match(vim.fn.json_encode(reqs), "add a retries parameter to fetch", "request sent to the model")
 end)
 
-test("two edits in a row both apply", function()
-  with_file({
-    replies = function(target)
-      return {
-        write_reply(target, A_EDITED), response_reply("one"),
-        write_reply(target, A_EDITED_TWICE), response_reply("two"),
-      }
-    end,
-  }, function(ctx)
-    require_command(ctx, "nagent.edit")
-    assert_eq(run("NagentEdit first", "nagent.edit").applied, true, "first applied")
-    assert_eq(buffer_text(ctx.bufnr), A_EDITED, "after the first edit")
-    assert_eq(run("NagentEdit second", "nagent.edit").applied, true, "second applied")
-    assert_eq(buffer_text(ctx.bufnr), A_EDITED_TWICE, "after the second edit")
-  end)
+file_test("two edits in a row both apply", { replies = edit_replies({ A_EDITED, "one" }, { A_EDITED_TWICE, "two" }) }, { "nagent.edit" }, function(ctx)
+  assert_eq(run("NagentEdit first", "nagent.edit").applied, true, "first applied")
+  assert_eq(buffer_text(ctx.bufnr), A_EDITED, "after the first edit")
+  assert_eq(run("NagentEdit second", "nagent.edit").applied, true, "second applied")
+  assert_eq(buffer_text(ctx.bufnr), A_EDITED_TWICE, "after the second edit")
 end)
 
-test("a range edit applies", function()
-  with_file({
-    replies = function(target)
-      return { write_reply(target, A_EDITED_TWICE), response_reply("Documented size.") }
-    end,
-  }, function(ctx)
-    require_command(ctx, "nagent.edit")
-    local res = run("5,6NagentEdit document this function", "nagent.edit")
-    assert_eq(res.applied, true, "applied")
-    assert_match(buffer_text(ctx.bufnr), "Count ITEMS", "buffer")
-  end)
+file_test("a range edit applies", { replies = edit_replies({ A_EDITED_TWICE, "Documented size." }) }, { "nagent.edit" }, function(ctx)
+  local res = run("5,6NagentEdit document this function", "nagent.edit")
+  assert_eq(res.applied, true, "applied")
+  assert_match(buffer_text(ctx.bufnr), "Count ITEMS", "buffer")
 end)
 
-test("split, edit a segment, patch: the buffer changes", function()
-  with_file({}, function(ctx)
-    require_command(ctx, "nagent.split")
-    require_command(ctx, "nagent.patch")
-    local res = run("NagentSplit 40", "nagent.split")
-    assert(#res.segments > 1, "segments: " .. vim.inspect(res.segments))
-    assert_eq(vim.b[ctx.bufnr].nagent_index_path, res.indexPath, "remembered index")
-    local seg = res.segments[#res.segments].path
-    local text = read(seg)
-    assert_match(text, "len%(items%)", "last segment")
-    write(seg, (text:gsub("len%(items%)", "len(list(items))")))
-    local patched = run("NagentPatch", "nagent.patch")
-    assert_eq(patched.changed, true, "changed")
-    assert_eq(patched.applied, true, "applied")
-    assert_match(buffer_text(ctx.bufnr), "return len%(list%(items%)%)", "buffer")
-    assert_eq(read(ctx.target), A_V3, "file on disk")
-  end)
+file_test("split, edit a segment, patch: the buffer changes", {}, { "nagent.split", "nagent.patch" }, function(ctx)
+  local res = run("NagentSplit 40", "nagent.split")
+  assert(#res.segments > 1, "segments: " .. vim.inspect(res.segments))
+  assert_eq(vim.b[ctx.bufnr].nagent_index_path, res.indexPath, "remembered index")
+  local seg = res.segments[#res.segments].path
+  local text = read(seg)
+  assert_match(text, "len%(items%)", "last segment")
+  write(seg, (text:gsub("len%(items%)", "len(list(items))")))
+  local patched = run("NagentPatch", "nagent.patch")
+  assert_eq(patched.changed, true, "changed")
+  assert_eq(patched.applied, true, "applied")
+  assert_match(buffer_text(ctx.bufnr), "return len%(list%(items%)%)", "buffer")
+  assert_eq(read(ctx.target), A_V3, "file on disk")
 end)
 
-test("summarize shows the summary", function()
-  with_file({
+file_test("summarize shows the summary", {
     replies = function()
       return { { text = "Fetches URLs and counts items." } }
     end,
-  }, function(ctx)
-    require_command(ctx, "nagent.summarize")
-    local res = run("NagentSummarize", "nagent.summarize")
-    assert_match(res.summary, "Fetches URLs and counts items", "summary")
-    assert_match(buf_lines_named("nagent://summary"), "Fetches URLs and counts items", "summary buffer")
-  end)
+  }, { "nagent.summarize" }, function(ctx)
+  local res = run("NagentSummarize", "nagent.summarize")
+  assert_match(res.summary, "Fetches URLs and counts items", "summary")
+  assert_match(buf_lines_named("nagent://summary"), "Fetches URLs and counts items", "summary buffer")
 end)
 
 local function shell_script(marker)

@@ -33,6 +33,7 @@ class NagentServer(LanguageServer):
         self.running: dict[Any, Any] = {}  # request id -> the asyncio task serving it
         self.session = Session()
         self.client_ready = False
+        self.loop: Any = None  # the event loop serving the client, known once initialized
         self.reported_problems: set[str] = set()
         self.pending_problems: list[str] = []  # found before the client can be shown messages
 

@@ -373,10 +373,28 @@ end
 
 -- ---------------------------------------------------------------- commands
 
+-- The options of a command (never nil) and the buffer it acts on: opts.bufnr, else the current one.
+local function target(options)
+  local opts = options or {}
+  return opts, opts.bufnr or vim.api.nvim_get_current_buf()
+end
+
+-- M.execute(command, argument) for bufnr (nil: the current buffer); on_ok(result) runs when the
+-- server answers without error and with a result, then callback(err, result) runs if given.
+local function run(bufnr, command, argument, on_ok, callback)
+  M.execute(command, argument, function(err, res)
+    if not err and res then
+      on_ok(res)
+    end
+    if callback then
+      callback(err, res)
+    end
+  end, bufnr)
+end
+
 --- :NagentEdit — edit the buffer (lines line1..line2 when given) according to request.
-function M.edit(request, opts, callback)
-  opts = opts or {}
-  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+function M.edit(request, options, callback)
+  local opts, bufnr = target(options)
   if not request or vim.trim(request) == "" then
     vim.ui.input({ prompt = "nagent edit: " }, function(input)
       if input and vim.trim(input) ~= "" then
@@ -394,29 +412,24 @@ function M.edit(request, opts, callback)
     }
   end
   notify("editing…")
-  M.execute("nagent.edit", arg, function(err, res)
-    if not err and res then
-      local tokens = res.tokens or {}
-      if res.applied then
-        notify(string.format("applied %s edit(s) (%s turn(s), %s in / %s out tokens) %s",
-          tostring(res.edits), tostring(tokens.turns), tostring(tokens.input), tostring(tokens.output),
-          res.response or ""))
-      else
-        notify("nothing applied: " .. tostring(res.reason or "no change") .. " " .. (res.response or ""),
-          vim.log.levels.WARN)
-      end
+  run(bufnr, "nagent.edit", arg, function(res)
+    local tokens = res.tokens or {}
+    if res.applied then
+      notify(string.format("applied %s edit(s) (%s turn(s), %s in / %s out tokens) %s",
+        tostring(res.edits), tostring(tokens.turns), tostring(tokens.input), tostring(tokens.output),
+        res.response or ""))
+    else
+      notify("nothing applied: " .. tostring(res.reason or "no change") .. " " .. (res.response or ""),
+        vim.log.levels.WARN)
     end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+  end, callback)
 end
 
 --- :NagentConversation — open the file's conversation (Neovim 0.11 lets the server show it).
 function M.conversation(callback, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  M.execute("nagent.conversation.open", { uri = uri(bufnr) }, function(err, res)
-    if not err and res and res.path then
+  run(bufnr, "nagent.conversation.open", { uri = uri(bufnr) }, function(res)
+    if res.path then
       local shown = res.shown == true
       local current = vim.api.nvim_buf_get_name(0)
       if not shown or vim.fn.fnamemodify(current, ":p") ~= vim.fn.fnamemodify(res.path, ":p") then
@@ -425,22 +438,14 @@ function M.conversation(callback, bufnr)
         end
       end
     end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+  end, callback)
 end
 
 function M.clear_conversation(callback, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  M.execute("nagent.conversation.clear", { uri = uri(bufnr) }, function(err, res)
-    if not err and res then
-      notify("conversation archived to " .. tostring(res.archivedPath))
-    end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+  run(bufnr, "nagent.conversation.clear", { uri = uri(bufnr) }, function(res)
+    notify("conversation archived to " .. tostring(res.archivedPath))
+  end, callback)
 end
 
 -- A scratch buffer in a split; `targets[line]` is a file to open on <CR>.
@@ -487,94 +492,75 @@ local function coedit_lines(rows, root, lines, targets)
 end
 
 --- :NagentHistory — the file's commits, authors and co-edited files.
-function M.history(opts, callback)
-  opts = opts or {}
-  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+function M.history(options, callback)
+  local opts, bufnr = target(options)
   local file = vim.api.nvim_buf_get_name(bufnr)
-  M.execute("nagent.history", { uri = uri(bufnr), maxCommits = opts.max_commits }, function(err, res)
-    if not err and res then
-      local root = res.repository or find_root(file)
-      local commits = res.commits or {}
-      local lines = {
-        string.format("History of %s  (%d commit%s)", res.file or file, #commits, #commits == 1 and "" or "s"),
-        "Repository: " .. tostring(root),
-        "",
-        "Authors",
-      }
-      local targets = {}
-      for _, a in ipairs(res.authors or {}) do
-        table.insert(lines, string.format("  %-30s <%s>  %s commit(s)", a.name or "", a.email or "", tostring(a.commits or 0)))
+  run(bufnr, "nagent.history", { uri = uri(bufnr), maxCommits = opts.max_commits }, function(res)
+    local root = res.repository or find_root(file)
+    local commits = res.commits or {}
+    local lines = {
+      string.format("History of %s  (%d commit%s)", res.file or file, #commits, #commits == 1 and "" or "s"),
+      "Repository: " .. tostring(root),
+      "",
+      "Authors",
+    }
+    local targets = {}
+    for _, a in ipairs(res.authors or {}) do
+      table.insert(lines, string.format("  %-30s <%s>  %s commit(s)", a.name or "", a.email or "", tostring(a.commits or 0)))
+    end
+    table.insert(lines, "")
+    table.insert(lines, "Commits")
+    for _, c in ipairs(commits) do
+      local summary = c.summary
+      if summary == nil or summary == vim.NIL or summary == "" then
+        summary = c.subject
       end
+      table.insert(lines, string.format("  %s  %s  %-20s  %s", c.short or (c.hash or ""):sub(1, 7),
+        tostring(c.date or ""):sub(1, 10), tostring(c.author or ""), tostring(summary or "")))
+    end
+    local coedits = res.coedits
+    if type(coedits) == "table" and coedits.rows then
+      coedits = coedits.rows
+    end
+    if type(coedits) == "table" and #coedits > 0 then
       table.insert(lines, "")
-      table.insert(lines, "Commits")
-      for _, c in ipairs(commits) do
-        local summary = c.summary
-        if summary == nil or summary == vim.NIL or summary == "" then
-          summary = c.subject
-        end
-        table.insert(lines, string.format("  %s  %s  %-20s  %s", c.short or (c.hash or ""):sub(1, 7),
-          tostring(c.date or ""):sub(1, 10), tostring(c.author or ""), tostring(summary or "")))
-      end
-      local coedits = res.coedits
-      if type(coedits) == "table" and coedits.rows then
-        coedits = coedits.rows
-      end
-      if type(coedits) == "table" and #coedits > 0 then
-        table.insert(lines, "")
-        table.insert(lines, "Co-edited files")
-        coedit_lines(coedits, root, lines, targets)
-      end
-      show_list("nagent://history", lines, targets)
+      table.insert(lines, "Co-edited files")
+      coedit_lines(coedits, root, lines, targets)
     end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+    show_list("nagent://history", lines, targets)
+  end, callback)
 end
 
 --- :NagentCoedits — files that change together with this one; <CR> opens a row's file.
-function M.coedits(opts, callback)
-  opts = opts or {}
-  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+function M.coedits(options, callback)
+  local opts, bufnr = target(options)
   local file = vim.api.nvim_buf_get_name(bufnr)
-  M.execute("nagent.coedits", { uri = uri(bufnr), limit = opts.limit }, function(err, res)
-    if not err and res then
-      local root = find_root(file)
-      local lines = {
-        string.format("Files co-edited with %s  (over %s commit(s))", res.file or file, tostring(res.commits or "?")),
-        "",
-        string.format("  %-40s %5s  %5s  %s", "file", "count", "rate", "level"),
-      }
-      local targets = {}
-      coedit_lines(res.rows, root, lines, targets)
-      show_list("nagent://coedits", lines, targets)
-    end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+  run(bufnr, "nagent.coedits", { uri = uri(bufnr), limit = opts.limit }, function(res)
+    local root = find_root(file)
+    local lines = {
+      string.format("Files co-edited with %s  (over %s commit(s))", res.file or file, tostring(res.commits or "?")),
+      "",
+      string.format("  %-40s %5s  %5s  %s", "file", "count", "rate", "level"),
+    }
+    local targets = {}
+    coedit_lines(res.rows, root, lines, targets)
+    show_list("nagent://coedits", lines, targets)
+  end, callback)
 end
 
 --- :NagentSplit [targetBytes]
-function M.split(opts, callback)
-  opts = opts or {}
-  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  M.execute("nagent.split", { uri = uri(bufnr), targetBytes = opts.target_bytes }, function(err, res)
-    if not err and res then
-      vim.b[bufnr].nagent_index_path = res.indexPath
-      notify(string.format("split into %d segment(s) (%s); index %s", #(res.segments or {}),
-        tostring(res.splitType), tostring(res.indexPath)))
-    end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+function M.split(options, callback)
+  local opts, bufnr = target(options)
+  run(bufnr, "nagent.split", { uri = uri(bufnr), targetBytes = opts.target_bytes }, function(res)
+    vim.b[bufnr].nagent_index_path = res.indexPath
+    notify(string.format("split into %d segment(s) (%s); index %s", #(res.segments or {}),
+      tostring(res.splitType), tostring(res.indexPath)))
+  end, callback)
 end
 
 --- :NagentPatch[!] [indexPath] — merge split segments back (! skips the hash check).
-function M.patch(opts, callback)
-  opts = opts or {}
-  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+function M.patch(options, callback)
+  local opts, bufnr = target(options)
   local index = opts.index_path
   if not index or index == "" then
     index = vim.b[bufnr].nagent_index_path
@@ -582,42 +568,26 @@ function M.patch(opts, callback)
   if not index or index == "" then
     return notify("no split index: run :NagentSplit first or give the index path", vim.log.levels.ERROR)
   end
-  M.execute("nagent.patch", { indexPath = vim.fn.fnamemodify(index, ":p"), force = opts.force or nil }, function(err, res)
-    if not err and res then
-      notify(string.format("patch %s%s", res.changed and "changed the file" or "found no change",
-        res.applied and ", applied" or ""))
-    end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+  run(bufnr, "nagent.patch", { indexPath = vim.fn.fnamemodify(index, ":p"), force = opts.force or nil }, function(res)
+    notify(string.format("patch %s%s", res.changed and "changed the file" or "found no change",
+      res.applied and ", applied" or ""))
+  end, callback)
 end
 
 --- :NagentSummarize — the file's summary in a scratch buffer.
-function M.summarize(opts, callback)
-  opts = opts or {}
-  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  M.execute("nagent.summarize", { uri = uri(bufnr) }, function(err, res)
-    if not err and res then
-      show_list("nagent://summary", vim.split(tostring(res.summary or ""), "\n", { plain = true }), {})
-    end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+function M.summarize(options, callback)
+  local _, bufnr = target(options)
+  run(bufnr, "nagent.summarize", { uri = uri(bufnr) }, function(res)
+    show_list("nagent://summary", vim.split(tostring(res.summary or ""), "\n", { plain = true }), {})
+  end, callback)
 end
 
 --- :NagentStatus
 function M.status(callback)
-  M.execute("nagent.status", vim.empty_dict(), function(err, res)
-    if not err and res then
-      notify(string.format("%s — model %s%s, state %s", tostring(res.version), tostring(res.model),
-        res.modelConfigured and "" or " (not configured)", tostring(res.stateRoot)))
-    end
-    if callback then
-      callback(err, res)
-    end
-  end)
+  run(nil, "nagent.status", vim.empty_dict(), function(res)
+    notify(string.format("%s — model %s%s, state %s", tostring(res.version), tostring(res.model),
+      res.modelConfigured and "" or " (not configured)", tostring(res.stateRoot)))
+  end, callback)
 end
 
 --- Define the :Nagent* user commands (plugin/nagent.lua does this at start-up; setup() too).

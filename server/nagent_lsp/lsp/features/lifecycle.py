@@ -31,6 +31,7 @@ def register(server: Any) -> None:
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: Any, params: types.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()  # log records from worker threads are sent through it
         ls.client_ready = True
         for problem in ls.pending_problems:
             _show(ls, problem)

@@ -11,7 +11,8 @@ import pytest
 from nagent_lsp.settings import HistorySettings, Settings
 from nagent_lsp.workflows import history
 from nagent_lsp.workflows.errors import UserError
-from nagent_lsp.workflows.history import HistoryService, make_model_summarizer, parse_summary_reply
+from nagent_lsp.services.commit_summaries import make_model_summarizer, parse_summary_reply
+from nagent_lsp.services.history import HistoryService
 from nagent_lsp.workflows.session import Session
 from tests.harness.gitrepo import Commit, add_commit, build_repo, git
 

@@ -297,7 +297,7 @@ local function test(name, fn)
   table.insert(tests, { name = name, fn = fn })
 end
 
--- test(name) that runs fn(ctx) through with_file(opts), skipped unless the server has every command.
+-- A test that runs fn(ctx) through with_file(opts), skipped unless the server has every command.
 local function file_test(name, opts, commands, fn)
   test(name, function()
     with_file(opts, function(ctx)
@@ -309,44 +309,40 @@ local function file_test(name, opts, commands, fn)
   end)
 end
 
-file_test("status reports the settings", {}, function(ctx)
-    local res = run("NagentStatus", "nagent.status")
-    assert_eq(res.model, "fake-model", "model")
-    assert_eq(res.modelConfigured, true, "modelConfigured")
-    assert_eq(vim.fn.resolve(res.stateRoot), ctx.repo .. "/.nagent", "stateRoot")
-    assert(vim.tbl_contains(res.configSources, "initializationOptions"), vim.inspect(res.configSources))
-    -- The server pulls section "nagent" right after `initialized`, asynchronously.
-    local sources = res.configSources
-    for _ = 1, 50 do
-      if vim.tbl_contains(sources, "workspace/configuration") then
-        break
-      end
-      vim.wait(200)
-      sources = run("NagentStatus", "nagent.status").configSources
+file_test("status reports the settings", {}, {}, function(ctx)
+  local res = run("NagentStatus", "nagent.status")
+  assert_eq(res.model, "fake-model", "model")
+  assert_eq(res.modelConfigured, true, "modelConfigured")
+  assert_eq(vim.fn.resolve(res.stateRoot), ctx.repo .. "/.nagent", "stateRoot")
+  assert(vim.tbl_contains(res.configSources, "initializationOptions"), vim.inspect(res.configSources))
+  -- The server pulls section "nagent" right after `initialized`, asynchronously.
+  local sources = res.configSources
+  for _ = 1, 50 do
+    if vim.tbl_contains(sources, "workspace/configuration") then
+      break
     end
-    assert(vim.tbl_contains(sources, "workspace/configuration"), "not answered: " .. vim.inspect(sources))
-  end)
+    vim.wait(200)
+    sources = run("NagentStatus", "nagent.status").configSources
+  end
+  assert(vim.tbl_contains(sources, "workspace/configuration"), "not answered: " .. vim.inspect(sources))
 end)
 
-test("update_settings reaches the running server", function()
-  with_file({}, function(ctx)
-    local settings = vim.deepcopy(nagent.config.settings)
-    settings.model = "changed-model"
-    nagent.update_settings(settings)
-    local model
-    for _ = 1, 50 do
-      model = run("NagentStatus", "nagent.status").model
-      if model == "changed-model" then
-        break
-      end
-      vim.wait(200)
+file_test("update_settings reaches the running server", {}, {}, function(ctx)
+  local settings = vim.deepcopy(nagent.config.settings)
+  settings.model = "changed-model"
+  nagent.update_settings(settings)
+  local model
+  for _ = 1, 50 do
+    model = run("NagentStatus", "nagent.status").model
+    if model == "changed-model" then
+      break
     end
-    assert_eq(model, "changed-model", "model after update_settings")
-  end)
+    vim.wait(200)
+  end
+  assert_eq(model, "changed-model", "model after update_settings")
 end)
 
-test("history shows the file's commits", function()
-  with_file({}, { "nagent.history" }, function(ctx)
+file_test("history shows the file's commits", {}, { "nagent.history" }, function(ctx)
   local res = run("NagentHistory", "nagent.history")
   assert_eq(#res.commits, 3, "commits")
   local text = buf_lines_named("nagent://history")
@@ -378,28 +374,26 @@ file_test("co-edits list opens the file on <CR>", {}, { "nagent.coedits" }, func
   assert_eq(vim.api.nvim_buf_get_name(0), ctx.repo .. "/b.py", "opened file")
 end)
 
-file_test("hover (K) shows the history card", {}, function(ctx)
-    local c = nagent_client(ctx.bufnr)
-    if not (c.server_capabilities and c.server_capabilities.hoverProvider) then
-      error(setmetatable({ reason = "no hover yet" }, Skip))
+file_test("hover (K) shows the history card", {}, {}, function(ctx)
+  local c = nagent_client(ctx.bufnr)
+  if not (c.server_capabilities and c.server_capabilities.hoverProvider) then
+    error(setmetatable({ reason = "no hover yet" }, Skip))
+  end
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  local params = vim.lsp.util.make_position_params(0, c.offset_encoding)
+  local res = vim.lsp.buf_request_sync(ctx.bufnr, "textDocument/hover", params, 30000)
+  local value = ""
+  for _, r in pairs(res or {}) do
+    if r.result and r.result.contents then
+      value = value .. (r.result.contents.value or vim.inspect(r.result.contents))
     end
-    vim.api.nvim_win_set_cursor(0, { 1, 0 })
-    local params = vim.lsp.util.make_position_params(0, c.offset_encoding)
-    local res = vim.lsp.buf_request_sync(ctx.bufnr, "textDocument/hover", params, 30000)
-    local value = ""
-    for _, r in pairs(res or {}) do
-      if r.result and r.result.contents then
-        value = value .. (r.result.contents.value or vim.inspect(r.result.contents))
-      end
-    end
-    assert_match(value, "3 commits", "hover")
-    assert_match(value, "Alice Example", "hover")
-    assert_eq(vim.fn.maparg("K", "n") ~= "", true, "K is mapped")
-  end)
+  end
+  assert_match(value, "3 commits", "hover")
+  assert_match(value, "Alice Example", "hover")
+  assert_eq(vim.fn.maparg("K", "n") ~= "", true, "K is mapped")
 end)
 
-test("the conversation opens", function()
-  with_file({}, { "nagent.conversation.open" }, function(ctx)
+file_test("the conversation opens", {}, { "nagent.conversation.open" }, function(ctx)
   local res = run("NagentConversation", "nagent.conversation.open")
   assert_match(vim.fn.resolve(res.path), "^" .. vim.pesc(ctx.repo .. "/.nagent/conversations/"), "path")
   assert(vim.wait(5000, function()
@@ -407,7 +401,9 @@ test("the conversation opens", function()
   end, 20), "conversation not shown in a window: " .. res.path)
 end)
 
-file_test("an edit changes the buffer as scripted", { replies = edit_replies({ A_EDITED, "Added retries." }) }, { "nagent.edit" }, function(ctx)
+file_test("an edit changes the buffer as scripted", {
+  replies = edit_replies({ A_EDITED, "Added retries." }),
+}, { "nagent.edit" }, function(ctx)
   local res = run("NagentEdit add a retries parameter to fetch", "nagent.edit")
   assert_eq(res.applied, true, "applied")
   assert_match(res.response, "Added retries", "response")
@@ -419,14 +415,18 @@ file_test("an edit changes the buffer as scripted", { replies = edit_replies({ A
   assert_match(vim.fn.json_encode(reqs), "add a retries parameter to fetch", "request sent to the model")
 end)
 
-file_test("two edits in a row both apply", { replies = edit_replies({ A_EDITED, "one" }, { A_EDITED_TWICE, "two" }) }, { "nagent.edit" }, function(ctx)
+file_test("two edits in a row both apply", {
+  replies = edit_replies({ A_EDITED, "one" }, { A_EDITED_TWICE, "two" }),
+}, { "nagent.edit" }, function(ctx)
   assert_eq(run("NagentEdit first", "nagent.edit").applied, true, "first applied")
   assert_eq(buffer_text(ctx.bufnr), A_EDITED, "after the first edit")
   assert_eq(run("NagentEdit second", "nagent.edit").applied, true, "second applied")
   assert_eq(buffer_text(ctx.bufnr), A_EDITED_TWICE, "after the second edit")
 end)
 
-file_test("a range edit applies", { replies = edit_replies({ A_EDITED_TWICE, "Documented size." }) }, { "nagent.edit" }, function(ctx)
+file_test("a range edit applies", {
+  replies = edit_replies({ A_EDITED_TWICE, "Documented size." }),
+}, { "nagent.edit" }, function(ctx)
   local res = run("5,6NagentEdit document this function", "nagent.edit")
   assert_eq(res.applied, true, "applied")
   assert_match(buffer_text(ctx.bufnr), "Count ITEMS", "buffer")
@@ -448,10 +448,10 @@ file_test("split, edit a segment, patch: the buffer changes", {}, { "nagent.spli
 end)
 
 file_test("summarize shows the summary", {
-    replies = function()
-      return { { text = "Fetches URLs and counts items." } }
-    end,
-  }, { "nagent.summarize" }, function(ctx)
+  replies = function()
+    return { { text = "Fetches URLs and counts items." } }
+  end,
+}, { "nagent.summarize" }, function(ctx)
   local res = run("NagentSummarize", "nagent.summarize")
   assert_match(res.summary, "Fetches URLs and counts items", "summary")
   assert_match(buf_lines_named("nagent://summary"), "Fetches URLs and counts items", "summary buffer")

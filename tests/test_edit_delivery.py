@@ -178,3 +178,24 @@ async def test_next_continues_and_max_steps_bounds_the_run(workspace, isolated_h
         fake_model.responder = lambda request: "<nagent-next>again</nagent-next>"
         bounded = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "loop forever"})
         assert bounded["tokens"]["turns"] == 3 and "maxSteps=3" in bounded["reason"]
+
+
+async def test_sub_conversations_stop_at_the_depth_limit(workspace, isolated_home, fake_model, model_env) -> None:
+    target = repo(workspace)
+
+    def responder(request):
+        last = request.messages[-1]["content"]
+        if "<nagent-conversation-result" in last:
+            return "<nagent-response>unwound</nagent-response>"
+        level = int(last.rsplit("level ", 1)[1].split()[0]) if "level " in last else 0
+        return f"<nagent-conversation>level {level + 1}</nagent-conversation>"
+
+    fake_model.responder = responder
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "start"})
+    assert result["response"] == "unwound"
+    children = sorted(p for p in (workspace / ".nagent" / "conversations").iterdir() if p.name.startswith("child-"))
+    assert len(children) == 2  # depth 1 and 2 ran; the third level was refused
+    texts = "".join(p.read_text() for p in children)
+    assert "may nest at most 2 deep" in texts

@@ -199,3 +199,20 @@ async def test_sub_conversations_stop_at_the_depth_limit(workspace, isolated_hom
     assert len(children) == 2  # depth 1 and 2 ran; the third level was refused
     texts = "".join(p.read_text() for p in children)
     assert "may nest at most 2 deep" in texts
+
+
+async def test_api_key_never_reaches_the_conversation_or_the_model(workspace, isolated_home, fake_model, model_env) -> None:
+    """The shell cannot see the key variable, and even reading the server's own environment yields nothing."""
+    target = repo(workspace)
+    snoop = "echo var=${OPENAI_API_KEY:-unset}; tr '\\0' '\\n' < /proc/$PPID/environ | grep OPENAI_API_KEY; ps -o pid= -p $PPID"
+    fake_model.script(text(f"<nagent-shell>{snoop}</nagent-shell>"), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env, init_options={"shell": "allow"}) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "snoop"})
+    convo = Path(result["conversation"]["path"]).read_text()
+    assert "var=unset" in convo
+    key = model_env["OPENAI_API_KEY"]
+    assert key not in convo and "[redacted]" in convo
+    assert all(key not in str(r.body) for r in fake_model.chat_requests)
+    outputs = workspace / ".nagent" / "outputs"
+    assert not outputs.exists() or all(key not in p.read_text(errors="replace") for p in outputs.iterdir())

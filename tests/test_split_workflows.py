@@ -179,7 +179,7 @@ async def test_summarize_inline_is_cached_by_content(env):
     port.buffers[path] = ["x = 2\n", 2]  # unsaved edit: new content, new summary
     third = await summarize(session, port, SummarizeArgs(uri=path.as_uri()), model)
     assert third["cached"] is False and len(model.calls) == 2
-    assert "summary number 2" in file_summary_block(session, port, path)
+    assert "summary number 2" in file_summary_block(session, path, "x = 2\n")
 
 
 async def test_summarize_large_file_per_segment_then_combined_and_reuses_unchanged_segments(env):

@@ -66,6 +66,11 @@ class SettingError(ValueError):
         self.key = key
 
 
+def _shown(value: Any) -> str:
+    """A wrong value as an error message may show it: numbers and the like, never a string's text."""
+    return f"a string of {len(value)} characters" if isinstance(value, str) else repr(value)
+
+
 def _string(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {type(value).__name__}")
@@ -75,9 +80,9 @@ def _string(value: Any) -> str:
 def _number(low: float, high: float) -> Callable[[Any], float]:
     def check(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"expected a number, got {value!r}")
+            raise ValueError(f"expected a number, got {_shown(value)}")
         if not low <= value <= high:
-            raise ValueError(f"must be between {low:g} and {high:g}, got {value!r}")
+            raise ValueError(f"must be between {low:g} and {high:g}, got {_shown(value)}")
         return float(value)
 
     return check
@@ -89,9 +94,9 @@ def _integer(low: int, high: int) -> Callable[[Any], int]:
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             else:
-                raise ValueError(f"expected a whole number, got {value!r}")
+                raise ValueError(f"expected a whole number, got {_shown(value)}")
         if not low <= value <= high:
-            raise ValueError(f"must be between {low} and {high}, got {value!r}")
+            raise ValueError(f"must be between {low} and {high}, got {_shown(value)}")
         return value
 
     return check
@@ -99,13 +104,14 @@ def _integer(low: int, high: int) -> Callable[[Any], int]:
 
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {_shown(value)}")
     return value
 
 
 def _shell(value: Any) -> str:
     if value not in SHELL_MODES:
-        raise ValueError(f"expected one of {', '.join(SHELL_MODES)}, got {value!r}")
+        # Never echo a string setting's value: people paste secrets into the wrong box.
+        raise ValueError(f"expected one of {', '.join(SHELL_MODES)}")
     return value
 
 
@@ -118,7 +124,7 @@ def _globs(value: Any) -> tuple[str, ...]:
 def _env_name(value: Any) -> str:
     value = _string(value)
     if not value or not all(c.isalnum() or c == "_" for c in value):
-        raise ValueError(f"expected an environment variable name, got {value!r}")
+        raise ValueError("expected the NAME of an environment variable (such as OPENAI_API_KEY), not its value")
     return value
 
 

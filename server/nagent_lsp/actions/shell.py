@@ -48,6 +48,7 @@ async def run_shell(
     inline_limit: int = INLINE_LIMIT,
     env: Mapping[str, str] | None = None,
     hide_env: Iterable[str] = (),
+    redact: Iterable[str] = (),
 ) -> ShellResult:
     """Run one command. A set `cancel_event` interrupts it (returns `interrupted`); cancelling the calling
     task kills the group too and re-raises. `hide_env` names variables (the API key's) the command must not see."""
@@ -106,6 +107,9 @@ async def run_shell(
         for task in (waiter, cancel_wait):
             if task is not None and not task.done():
                 task.cancel()
+    for secret in (s for s in redact if s):
+        # A hidden variable can still be read from the server's own /proc/PID/environ: never keep its value.
+        captured = bytearray(bytes(captured).replace(secret.encode(), b"[redacted]"))
     text = captured.decode("utf-8", errors="replace")
     exit_code = proc.returncode
     if total <= inline_limit and len(text) <= inline_limit:

@@ -92,7 +92,7 @@ class ChatModel:
     @property
     def display_base_url(self) -> str:
         """The endpoint for messages and status: user:password@ stripped."""
-        return _strip_userinfo(self.base_url or OPENAI_BASE_URL)
+        return strip_userinfo(self.base_url or OPENAI_BASE_URL)
 
     def __repr__(self) -> str:
         return (f"ChatModel(model={self.model!r}, baseUrl={self.display_base_url!r}, "
@@ -374,7 +374,7 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-def _strip_userinfo(url: str) -> str:
+def strip_userinfo(url: str) -> str:
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from nagent_lsp.atomic import atomic_write_text
 from nagent_lsp.conversations.format import INITIAL_CONTEXT, append_block, set_initial_context
+from nagent_lsp.workflows.buffers import read_disk_text
 from nagent_lsp.workflows.port import EditorPort
 
 
@@ -14,18 +15,14 @@ from nagent_lsp.workflows.port import EditorPort
 class ConversationFile:
     path: Path
     text: str
+    secrets: tuple[str, ...] = ()  # never written: a read or a result that holds one gets it redacted
 
     @classmethod
-    def open(cls, path: Path, port: EditorPort | None = None) -> "ConversationFile":
+    def open(cls, path: Path, port: EditorPort | None = None, secrets: tuple[str, ...] = ()) -> "ConversationFile":
         """The user's latest words win: an open buffer (unsaved edits included) over the file on disk."""
         buffer = port.read_buffer(path) if port is not None else None
-        if buffer is not None:
-            return cls(path, buffer.text)
-        try:
-            with open(path, encoding="utf-8", newline="") as handle:
-                return cls(path, handle.read())
-        except FileNotFoundError:
-            return cls(path, "")
+        text = buffer.text if buffer is not None else read_disk_text(path)
+        return cls(path, text, tuple(s for s in secrets if s))
 
     def set_context(self, context: str, save: bool = True) -> None:
         """`context` is a whole <initial_context> block (as the context builder makes it) or just its body."""
@@ -38,6 +35,8 @@ class ConversationFile:
 
     def append(self, *blocks: str) -> None:
         for block in blocks:
+            for secret in self.secrets:
+                block = block.replace(secret, "[redacted]")
             self.text = append_block(self.text, block)
         self.save()
 

@@ -145,6 +145,7 @@ async def _shell(session: EditSession, command: str) -> str:
         session.cancel,
         session.outputs_dir(),
         hide_env=[session.settings.apiKeyEnv],
+        redact=session.secrets,
     )
     lines = [f"exit_code: {result.exit_code}"]
     if result.timed_out:

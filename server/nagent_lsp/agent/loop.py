@@ -158,7 +158,7 @@ async def run_child(parent: EditSession, action: Conversation) -> str:
         return refused
     conversations = parent.conversations_dir or (parent.state_root / "conversations")
     name = slug(action.conversation_file) if action.conversation_file else f"child-{uuid.uuid4()}"
-    convo = ConversationFile.open(conversations / name)
+    convo = ConversationFile.open(conversations / name, secrets=parent.secrets)
     if action.conversation_name:
         saved = conversations / "saved" / slug(action.conversation_name)
         if not saved.is_file():

@@ -37,6 +37,7 @@ class EditSession:
     tokens: Tokens = field(default_factory=Tokens)
     conversations_dir: Path | None = None
     child_context: Callable[[str, str], str] | None = None  # (child name, invocation) -> initial context body
+    secrets: tuple[str, ...] = ()  # values (the API key) that must never reach a result, a file or the model
 
     @property
     def cwd(self) -> Path:

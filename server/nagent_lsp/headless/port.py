@@ -7,6 +7,7 @@ from pathlib import Path
 
 from nagent_lsp.atomic import atomic_write_text
 from nagent_lsp.textedit import minimal_edits
+from nagent_lsp.workflows.buffers import read_disk_text
 from nagent_lsp.workflows.delivery import plan_change
 from nagent_lsp.workflows.port import ApplyOutcome, Buffer, FileChange, Progress
 
@@ -24,11 +25,7 @@ class DiskPort:
         return None  # no editor buffers: callers read the disk
 
     async def apply_change(self, change: FileChange) -> ApplyOutcome:
-        try:
-            with open(change.path, encoding="utf-8", newline="") as handle:
-                current = handle.read()
-        except FileNotFoundError:
-            current = ""
+        current = read_disk_text(change.path)
         plan = plan_change(change.base_text, current, change.new_text)
         if plan.target is None:
             return ApplyOutcome(False, 0, plan.reason, current)
@@ -61,8 +58,9 @@ class DiskPort:
         self._say(f"  {message}")
 
     def end_progress(self, progress: Progress, message: str = "") -> None:
-        if message:
+        if message and not progress.ended:
             self._say(f"  {message}")
+        progress.ended = True
 
     def log(self, level: str, message: str) -> None:
         if level in ("warning", "error"):

@@ -38,13 +38,14 @@ def register_command(server: Any, name: str, handler: Handler) -> None:
             if inspect.iscoroutinefunction(handler):
                 return await handler(ls, raw)
             return await asyncio.to_thread(handler, ls, raw)
+        except (asyncio.CancelledError, JsonRpcException):
+            # First: a cancelled model call is both a ModelError and a CancelledError, and it is not a failure.
+            raise
         except InvalidArgument as exc:
             raise JsonRpcInvalidParams(exc.message) from exc
         except (UserError, ModelError) as exc:
             log.warning("%s failed: %s", name, exc)
             raise JsonRpcException(str(exc), code=USER_ERROR_CODE) from exc
-        except (asyncio.CancelledError, JsonRpcException):
-            raise
         except Exception as exc:
             log.exception("%s crashed", name)
             raise JsonRpcInternalError(f"{name} failed: {type(exc).__name__}: {exc}") from exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.textedit import minimal_edits
+from nagent_lsp.workflows.buffers import read_disk_text
 from nagent_lsp.workflows.delivery import plan_change
 from nagent_lsp.workflows.port import ApplyOutcome, Buffer, FileChange, Progress
 
@@ -38,13 +40,16 @@ class LspPort:
         return list(self.server.session.workspace_folders)
 
     def _document(self, path: Path) -> Any | None:
+        """The open document for `path`, matched after resolving symlinks on both sides: the editor may have
+        opened the file through a linked folder while workflows work with resolved paths."""
         docs = self.server.workspace.text_documents
         doc = docs.get(path.as_uri())
         if doc is not None:
             return doc
-        for uri, candidate in docs.items():
+        wanted = os.path.realpath(path)
+        for uri, candidate in list(docs.items()):
             fs = to_fs_path(uri)
-            if fs and Path(fs) == path:
+            if fs and os.path.realpath(fs) == wanted:
                 return candidate
         return None
 
@@ -69,26 +74,24 @@ class LspPort:
                 choice = await self.ask(f"nagent wants to change {change.path.name}. Apply?", ["Apply", "Discard"])
                 if choice != "Apply":
                     return ApplyOutcome(False, 0, "preview declined")
-        outcome = await self._send(change, attempt=1)
-        if outcome.applied or outcome.reason in ("no change",) or (outcome.reason or "").startswith("conflict"):
+        outcome, retryable = await self._send(change, attempt=1)
+        if outcome.applied or not retryable:
             return outcome
         # A client whose didChange lags (eglot's idle timer) rejects a versioned edit: let it catch up, retry once.
         await asyncio.sleep(SETTLE_DELAY)
-        return await self._send(change, attempt=2)
+        return (await self._send(change, attempt=2))[0]
 
-    async def _send(self, change: FileChange, attempt: int) -> ApplyOutcome:
+    async def _send(self, change: FileChange, attempt: int) -> tuple[ApplyOutcome, bool]:
+        """One applyEdit; the flag says whether a retry could help (a plain versioned edit the client refused)."""
         buffer = self.read_buffer(change.path)
         if buffer is not None:
             current, version, uri = buffer.text, buffer.version, buffer.uri
         else:
-            try:
-                current = change.path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                current = ""
+            current = read_disk_text(change.path)
             version, uri = None, change.uri
         plan = plan_change(change.base_text, current, change.new_text)
         if plan.target is None:
-            return ApplyOutcome(False, 0, plan.reason, current)
+            return ApplyOutcome(False, 0, plan.reason, current), False
         specs = minimal_edits(current, plan.target, self.encoding())
         annotation = CONFIRM_ANNOTATION if change.needs_confirmation else None
         edits: list[Any] = [_text_edit(s, annotation) for s in specs]
@@ -104,19 +107,21 @@ class LspPort:
         else:
             workspace_edit.changes = {uri: [_plain(e) for e in edits]}
         params = types.ApplyWorkspaceEditParams(edit=workspace_edit, label=change.label)
+        # Only a plain edit may be sent twice: a refused preview is the user's answer, a timeout would double the wait.
+        retryable = annotation is None
         try:
             result = await asyncio.wait_for(self.server.workspace_apply_edit_async(params), APPLY_TIMEOUT)
         except asyncio.TimeoutError:
-            return ApplyOutcome(False, len(specs), "the editor did not answer workspace/applyEdit in time")
+            return ApplyOutcome(False, len(specs), "the editor did not answer workspace/applyEdit in time"), False
         except Exception as exc:  # an error reply (eglot rejects stale versions this way)
             log.info("applyEdit attempt %d failed: %s", attempt, exc)
-            return ApplyOutcome(False, len(specs), f"rejected by the editor: {exc}")
+            return ApplyOutcome(False, len(specs), f"rejected by the editor: {exc}"), retryable
         if not result.applied:
             reason = result.failure_reason or "the editor rejected the edit"
             if annotation:
                 reason = f"preview declined or rejected: {reason}"
-            return ApplyOutcome(False, len(specs), reason)
-        return ApplyOutcome(True, len(specs), None, plan.target)
+            return ApplyOutcome(False, len(specs), reason), retryable
+        return ApplyOutcome(True, len(specs), None, plan.target), False
 
     # -- asking and showing ----------------------------------------------------------------------------
     async def ask(self, message: str, choices: list[str]) -> str | None:

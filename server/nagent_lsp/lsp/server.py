@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -38,7 +39,10 @@ class NagentServer(LanguageServer):
         self.pending_problems: list[str] = []  # found before the client can be shown messages
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # Out-of-band errors are logged (and forwarded as logMessage), not popped up on every glitch.
+        # A failed request already answered with its error (and was logged where it failed); other out-of-band
+        # errors are logged (and so forwarded as logMessage), never popped up on every glitch.
+        if isinstance(error, JsonRpcException) or source is FeatureRequestError:
+            return
         logs.logging.getLogger("nagent_lsp").error("server error: %s", error)
 
     def folder_paths(self) -> list[Path]:

@@ -92,6 +92,7 @@ class HistoryService:
         self.counters = Counters()
         self._summarizer = summarizer
         self._summarizer_marker: tuple | None = None
+        self.stopping = threading.Event()  # set on close: a model call in flight gives up within a second
         self._lock = threading.RLock()
         self._update_lock = threading.Lock()
         self._index: RepoIndex | None = None
@@ -134,10 +135,11 @@ class HistoryService:
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         self._closed = True
+        self.stopping.set()
         for pool in (self._index_pool, self._blame_pool, self._summary_pool):
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=wait, cancel_futures=True)
 
     def set_summarizer(self, summarizer: Summarizer | None) -> None:
         self._summarizer = summarizer

@@ -22,8 +22,9 @@ from nagent_lsp.llm import ModelCancelled
 from nagent_lsp.protocol import protocol_rules
 from nagent_lsp.textedit import unified_diff
 from nagent_lsp.workflows.args import parse_args
+from nagent_lsp.workflows.buffers import read_source
 from nagent_lsp.workflows.errors import InvalidArgument, UserError
-from nagent_lsp.workflows.port import EditorPort, FileChange
+from nagent_lsp.workflows.port import EditorPort, FileChange, Progress
 from nagent_lsp.workflows.session import Session
 
 log = logging.getLogger("nagent_lsp")
@@ -58,11 +59,8 @@ def target_path(session: Session, uri: str) -> Path:
 
 
 def read_text(port: EditorPort, path: Path) -> tuple[str, int | None]:
-    buffer = port.read_buffer(path)
-    if buffer is not None:
-        return buffer.text, buffer.version
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read(), None
+    buffer = read_source(port, path)
+    return buffer.text, buffer.version
 
 
 def selection_of(text: str, rng: dict | None) -> Selection | None:
@@ -98,6 +96,7 @@ async def edit(
     args = parse_args(EditArgs, raw)
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
+    selection_of("", args.range)  # a malformed range is refused before anything starts
     settings = session.settings
     model = model_factory(settings, session.environ)
     if not model.configured:
@@ -109,7 +108,14 @@ async def edit(
     store = conversation_store(session, state_root)
     ref = store.resolve(path)
     async with store.lock_for(ref):
-        return await _run(session, port, args, model, path, state_root, ref, finish)
+        progress = await port.begin_progress(f"nagent: {path.name}")
+        try:
+            return await _run(session, port, args, model, path, state_root, ref, finish, progress)
+        finally:
+            port.end_progress(progress)  # a no-op when the run already ended it with its outcome
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 async def _run(
@@ -121,12 +127,13 @@ async def _run(
     state_root: Path,
     ref: Any,
     finish: Callable[[str], str] | None,
+    progress: Progress,
 ) -> dict[str, Any]:
     settings = session.settings
     base_text, base_version = read_text(port, path)
     folders = [f.resolve() for f in session.workspace_folders] or [state_root.parent]
-    progress = await port.begin_progress(f"nagent: {path.name}")
-    convo = ConversationFile.open(ref.conversation_path, port)
+    secrets = tuple(filter(None, [settings.api_key(session.environ)]))
+    convo = ConversationFile.open(ref.conversation_path, port, secrets)
 
     def context_for(conversation: str, invocation: str, with_target: bool = True) -> str:
         facts = InstanceFacts.gather(
@@ -150,7 +157,7 @@ async def _run(
             target_version=base_version,
         )
 
-    extras = await _context_extras(session, port, path)
+    extras = await _context_extras(session, path, base_text)
     convo.set_context(context_for(ref.conversation, "user"), save=False)
     convo.append(user_prompt_block(args.request))  # one write for both
     run = EditSession(
@@ -168,6 +175,7 @@ async def _run(
         progress=progress,
         conversations_dir=ref.conversation_path.parent,
         child_context=lambda name, invocation: context_for(name, invocation, with_target=False),
+        secrets=secrets,
     )
     result: dict[str, Any] = {
         "applied": False,
@@ -187,9 +195,6 @@ async def _run(
     except RunFailed as exc:
         port.end_progress(progress, "failed")
         raise UserError(str(exc)) from None
-    except BaseException:
-        port.end_progress(progress, "failed")
-        raise
     result["response"] = "\n\n".join(outcome.responses)
     result["tokens"] = run.tokens.as_result()
     if outcome.stopped_by_limit:
@@ -236,19 +241,18 @@ def write_patch(state_root: Path, path: Path, old: str, new: str) -> Path:
     return target
 
 
-async def _context_extras(session: Session, port: EditorPort, path: Path) -> dict[str, str]:
-    """The {file-history} and {file-summary} blocks, each bounded in time."""
+async def _context_extras(session: Session, path: Path, text: str) -> dict[str, str]:
+    """The {file-history} block (git, in a thread, bounded in time) and the cached {file-summary} of `text`."""
     from nagent_lsp.workflows.history import file_history_block
     from nagent_lsp.workflows.summarize import file_summary_block
 
-    providers: dict[str, Callable[[], str]] = {
-        "history": lambda: file_history_block(path, session),
-        "summary": lambda: file_summary_block(session, port, path),
-    }
     extras: dict[str, str] = {}
-    for name, provider in providers.items():
-        try:
-            extras[name] = await asyncio.wait_for(asyncio.to_thread(provider), CONTEXT_TIMEOUT)
-        except Exception as exc:  # context is a help, not a precondition
-            log.info("no %s context for %s: %s", name, path, exc)
+    try:
+        extras["history"] = await asyncio.wait_for(asyncio.to_thread(file_history_block, path, session), CONTEXT_TIMEOUT)
+    except Exception as exc:  # context is a help, not a precondition
+        log.info("no history context for %s: %s", path, exc)
+    try:
+        extras["summary"] = file_summary_block(session, path, text)
+    except OSError as exc:
+        log.info("no summary context for %s: %s", path, exc)
     return extras

@@ -38,7 +38,7 @@ def _settings(session: Any) -> Settings:
     return getattr(session, "settings", None) or Settings()
 
 
-def _summarizer_for(session: Any) -> Summarizer | None:
+def _summarizer_for(session: Any, stopping: threading.Event | None = None) -> Summarizer | None:
     settings = _settings(session)
     environ = getattr(session, "environ", None)
     if not settings.history.summarize or not settings.model_configured(environ):
@@ -48,7 +48,7 @@ def _summarizer_for(session: Any) -> Summarizer | None:
     )
 
     model = ChatModel(settings, environ)
-    return make_model_summarizer(lambda messages: model.complete_sync(messages))
+    return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))
 
 
 def _relative(root: Path, path: Path) -> str | None:
@@ -76,9 +76,11 @@ def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[H
     key = f"{root}\0{cache_dir}"
     service = session.service("history", key, lambda: HistoryService(root, cache_dir))
     settings = _settings(session)
-    marker = (id(settings), id(getattr(session, "environ", None)))
-    if service._summarizer_marker != marker:  # settings objects are replaced on reload: rebuild only then
-        service.set_summarizer(_summarizer_for(session))
+    marker = (settings, getattr(session, "environ", None))
+    previous = service._summarizer_marker
+    # Settings objects are replaced on every reload; compare the objects themselves (an id can be reused).
+    if previous is None or previous[0] is not marker[0] or previous[1] is not marker[1]:
+        service.set_summarizer(_summarizer_for(session, service.stopping))
         service._summarizer_marker = marker
     if background:
         service.start(build=True)
@@ -118,7 +120,8 @@ def history_result(session: Any, path: Path, max_commits: int | None = None, *, 
         entry_view = HistoryView(rel, str(service.root), (), 0, True, CoeditTable(0, ()))
         return {"file": rel, "repository": str(service.root), "commits": [], "authors": [], "coedits": [],
                 "markdown": render.history_markdown(entry_view)}
-    service.request_summaries(entry, hs)
+    if background:  # a one-shot CLI process would exit before a background summary could land
+        service.request_summaries(entry, hs)
     view = entry.view
     return {
         "file": rel,

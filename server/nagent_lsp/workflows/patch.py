@@ -18,7 +18,8 @@ from nagent_lsp.split import SplitError, load_index
 from nagent_lsp.textedit import minimal_edits
 from nagent_lsp.workflows.errors import UserError
 from nagent_lsp.workflows.port import EditorPort, FileChange
-from nagent_lsp.workflows.split import read_source, state_root_path
+from nagent_lsp.workflows.buffers import read_source
+from nagent_lsp.workflows.split import state_root_path
 
 
 @dataclass(frozen=True)

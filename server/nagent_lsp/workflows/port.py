@@ -50,6 +50,7 @@ class Progress:
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     messages: list[str] = field(default_factory=list)
     token: str | None = None  # the editor's progress token, when it shows progress
+    ended: bool = False
 
     @property
     def cancelled(self) -> bool:
@@ -73,6 +74,7 @@ class EditorPort(Protocol):
 
     def report_progress(self, progress: Progress, message: str, percentage: int | None = None) -> None: ...
 
-    def end_progress(self, progress: Progress, message: str = "") -> None: ...
+    def end_progress(self, progress: Progress, message: str = "") -> None:
+        """Idempotent: only the first call reaches the editor."""
 
     def log(self, level: str, message: str) -> None: ...

@@ -13,8 +13,9 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from nagent_lsp.split import SplitError, UnknownSplitType, split_text
+from nagent_lsp.workflows.buffers import read_source
 from nagent_lsp.workflows.errors import InvalidArgument, UserError
-from nagent_lsp.workflows.port import Buffer, EditorPort
+from nagent_lsp.workflows.port import EditorPort
 
 
 @dataclass(frozen=True)
@@ -32,24 +33,6 @@ def uri_to_path(uri: str, field: str = "uri") -> Path:
     if parsed.netloc and parsed.netloc != "localhost":
         path = f"//{parsed.netloc}{path}"
     return Path(path)
-
-
-def read_source(port: EditorPort | None, path: Path) -> Buffer:
-    """The buffer the user sees, else the disk text (strict UTF-8: split/patch promise exact bytes)."""
-    buffer = port.read_buffer(path) if port is not None else None
-    if buffer is not None:
-        return buffer
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"file not found: {path}") from None
-    except IsADirectoryError:
-        raise UserError(f"not a file: {path}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return Buffer(path=path, text=text, version=None, uri=path.as_uri())
 
 
 def state_root_path(session: Any, path: Path) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nagent_lsp import __version__
+from nagent_lsp.adapters.openai_chat import strip_userinfo
 from nagent_lsp.workflows.session import Session
 
 
@@ -14,10 +15,10 @@ def status(session: Session) -> dict[str, Any]:
         "version": __version__,
         "stateRoot": str(session.state_root().path),
         "model": s.model,
-        "baseUrl": s.baseUrl,
+        "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None,
         "modelConfigured": s.model_configured(session.environ),
         "apiKeyEnv": s.apiKeyEnv,
         "configSources": list(session.config_sources),
         "workspaceFolders": [str(p) for p in session.workspace_folders],
-        "settings": s.public(),
+        "settings": {**s.public(), "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None},
     }

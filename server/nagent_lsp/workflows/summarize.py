@@ -14,7 +14,8 @@ from typing import Any
 from nagent_lsp.summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
 from nagent_lsp.workflows.errors import UserError
 from nagent_lsp.workflows.port import EditorPort
-from nagent_lsp.workflows.split import read_source, state_root_path, uri_to_path
+from nagent_lsp.workflows.buffers import read_source
+from nagent_lsp.workflows.split import state_root_path, uri_to_path
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,8 @@ async def summarize(
     return {"summary": result.summary, "mode": result.mode, "cached": result.cached}
 
 
-def file_summary_block(session: Any, port: EditorPort | None, path: Path) -> str:
-    """The edit loop's `{file-summary}` block from the cache only (never waits for the model)."""
-    try:
-        text = read_source(port, path).text
-        hit = cached_summary(text, state_root_path(session, path) / "cache")
-    except UserError:
-        hit = None
+def file_summary_block(session: Any, path: Path, text: str) -> str:
+    """The edit loop's `{file-summary}` block for `text` from the cache only (never waits for the model)."""
+    hit = cached_summary(text, state_root_path(session, path) / "cache")
     body = hit.summary if hit else "No summary available."
     return f"{{file-summary}}\nFile: {path}\nSource: nagent-lsp\n\n{body}\n{{/file-summary}}"

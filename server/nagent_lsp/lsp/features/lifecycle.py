@@ -47,10 +47,10 @@ def register(server: Any) -> None:
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: Any, params: Any = None) -> None:
-        # Background history builds hold a git process; stop them so the exit is prompt.
+        # Stop background history work (and its git processes) without waiting on the loop for a model reply.
         for service in ls.session.services("history"):
             try:
-                service.close()
+                service.close(wait=False)
             except Exception as exc:  # shutting down anyway
                 log.info("closing a history service: %s", exc)
 

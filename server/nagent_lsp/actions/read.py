@@ -10,7 +10,7 @@ from nagent_lsp.actions.confine import Refused, confine_read
 from nagent_lsp.settings import DEFAULT_DENY_READ
 from nagent_lsp.workflows.port import Buffer
 
-READ_LIMIT = 64 * 1024  # bytes of UTF-8, as nagent: larger files go through <nagent-file-read> segments
+from nagent_lsp.limits import INLINE_LIMIT as READ_LIMIT  # larger files go through <nagent-file-read> segments
 
 
 class BufferReader(Protocol):

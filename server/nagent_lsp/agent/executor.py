@@ -13,6 +13,7 @@ from nagent_lsp.actions.shell import run_shell
 from nagent_lsp.actions.write import check_write, find_segment_dirs
 from nagent_lsp.agent.session import MAX_DEPTH, EditSession
 from nagent_lsp.atomic import atomic_write_text
+from nagent_lsp.limits import INLINE_LIMIT
 from nagent_lsp.patch import PatchError, plan_patch
 from nagent_lsp.protocol import (
     Action,
@@ -27,7 +28,6 @@ from nagent_lsp.protocol import (
 )
 from nagent_lsp.split import SplitError, refresh_split, split_text
 
-INLINE_LIMIT = 64 * 1024
 
 
 async def execute(session: EditSession, action: Action) -> str:

@@ -11,7 +11,8 @@ import platform
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-INLINE_LIMIT = 64 * 1024  # bytes of UTF-8: above this the target is handled through split segments
+from nagent_lsp.limits import INLINE_LIMIT
+
 OPEN_TAG = "<initial_context>"
 CLOSE_TAG = "</initial_context>"
 

@@ -19,12 +19,6 @@ def _args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
 
 
-def _model(settings, environ):
-    from nagent_lsp.adapters.openai_chat import ChatModel
-
-    return ChatModel(settings, environ)
-
-
 @subcommand("edit", "ask the model to change a file; prints the answer and the diff", _args)
 def run_edit(args: argparse.Namespace) -> int:
     async def run() -> None:
@@ -32,7 +26,7 @@ def run_edit(args: argparse.Namespace) -> int:
         session = session_for(path)
         port = DiskPort(session.workspace_folders, quiet=args.json)
         raw = {"uri": path.as_uri(), "request": args.request, "preview": bool(args.confirm)}
-        result = await edit(session, port, raw, _model)
+        result = await edit(session, port, raw)
         if args.json:
             print_json(result)
             return

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from nagent_lsp.split.rules import RULES, RuleSet, normalize_split_type
 
-TARGET_BYTES_DEFAULT = 32 * 1024
+from nagent_lsp.limits import SPLIT_TARGET as TARGET_BYTES_DEFAULT  # noqa: E402
 
 _EOL = re.compile(rb"\r\n|\n|\r")
 _INDENT = re.compile(rb"[ \t]*")

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.conversations.identity import slug as identity_slug
 from nagent_lsp.atomic import atomic_write_bytes, atomic_write_text
 from nagent_lsp.split.rules import detect_split_type, normalize_split_type
 from nagent_lsp.split.segmenter import TARGET_BYTES_DEFAULT, count_lines, plan_segments
@@ -35,8 +36,7 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def slug(name: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return s[:48] or "file"
+    return identity_slug(name)[:48].strip("-") or "file"  # folder names stay short
 
 
 def segment_name(source: Path, index: int) -> str:

@@ -21,7 +21,7 @@ from nagent_lsp.atomic import atomic_write_text
 from nagent_lsp.llm import Message
 from nagent_lsp.split import TARGET_BYTES_DEFAULT, detect_split_type, plan_segments
 
-SUMMARIZE_THRESHOLD_BYTES = 64 * 1024
+from nagent_lsp.limits import INLINE_LIMIT as SUMMARIZE_THRESHOLD_BYTES  # inline up to this, else per segment
 PROMPT_VERSION = "1"  # bump when prompts change so old cached summaries are not reused
 CACHE_SUBDIR = "file-summaries"
 

@@ -11,6 +11,9 @@ import types
 import typing
 from typing import Any, TypeVar
 
+from pathlib import Path
+
+from nagent_lsp.conversations.identity import uri_to_path as _uri_to_path
 from nagent_lsp.workflows.errors import InvalidArgument
 
 T = TypeVar("T")
@@ -98,3 +101,11 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), type(value).__name__
     )
+
+
+def file_argument(uri: str, field: str = "uri") -> Path:
+    """The local file named by a `file:` URI argument, or InvalidArgument naming the field."""
+    path = _uri_to_path(uri)
+    if path is None:
+        raise InvalidArgument(field, f"expected a file:// URI, got {uri!r}")
+    return path

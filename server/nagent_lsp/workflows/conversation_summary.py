@@ -7,7 +7,7 @@ summary of what happened, so a long conversation stops costing its whole history
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.conversations.format import find_initial_context, render_block, system_block
@@ -15,6 +15,7 @@ from nagent_lsp.llm import Message, estimate_tokens
 from nagent_lsp.workflows.args import parse_args
 from nagent_lsp.workflows.conversation import UriArgs, resolve
 from nagent_lsp.workflows.errors import UserError
+from nagent_lsp.workflows.model import ModelFactory, require_model
 from nagent_lsp.workflows.port import EditorPort
 from nagent_lsp.workflows.session import Session
 
@@ -32,15 +33,6 @@ class CompactArgs:
     instruction: str | None = None
 
 
-def _model(session: Session, model_factory: Callable[..., Any]) -> Any:
-    model = model_factory(session.settings, session.environ)
-    if not model.configured:
-        from nagent_lsp.adapters.openai_chat import not_configured_message
-
-        raise UserError(not_configured_message(session.settings.apiKeyEnv))
-    return model
-
-
 def _history_text(text: str) -> str:
     """The conversation without its initial context (rebuilt every run, nothing to summarise there)."""
     block = find_initial_context(text)
@@ -56,9 +48,9 @@ async def _summarise(model: Any, history: str, instruction: str | None) -> str:
     return summary
 
 
-async def summarize_conversation(session: Session, port: EditorPort, raw: Any, model_factory: Callable[..., Any]) -> dict[str, Any]:
+async def summarize_conversation(session: Session, port: EditorPort, raw: Any, model_factory: ModelFactory | None = None) -> dict[str, Any]:
     args = parse_args(UriArgs, raw)
-    model = _model(session, model_factory)
+    model = require_model(session, model_factory)
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
     if not history:
@@ -66,9 +58,9 @@ async def summarize_conversation(session: Session, port: EditorPort, raw: Any, m
     return {"summary": await _summarise(model, history, None)}
 
 
-async def compact_conversation(session: Session, port: EditorPort, raw: Any, model_factory: Callable[..., Any]) -> dict[str, Any]:
+async def compact_conversation(session: Session, port: EditorPort, raw: Any, model_factory: ModelFactory | None = None) -> dict[str, Any]:
     args = parse_args(CompactArgs, raw)
-    model = _model(session, model_factory)
+    model = require_model(session, model_factory)
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
         convo = ConversationFile.open(ref.conversation_path, port)

@@ -24,6 +24,7 @@ from nagent_lsp.textedit import unified_diff
 from nagent_lsp.workflows.args import parse_args
 from nagent_lsp.workflows.buffers import read_source
 from nagent_lsp.workflows.errors import InvalidArgument, UserError
+from nagent_lsp.workflows.model import ModelFactory, require_model
 from nagent_lsp.workflows.port import EditorPort, FileChange, Progress
 from nagent_lsp.workflows.session import Session
 
@@ -89,7 +90,7 @@ async def edit(
     session: Session,
     port: EditorPort,
     raw: Any,
-    model_factory: Callable[..., Any],
+    model_factory: ModelFactory | None = None,
     finish: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
@@ -97,12 +98,7 @@ async def edit(
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
     selection_of("", args.range)  # a malformed range is refused before anything starts
-    settings = session.settings
-    model = model_factory(settings, session.environ)
-    if not model.configured:
-        from nagent_lsp.adapters.openai_chat import not_configured_message
-
-        raise UserError(not_configured_message(settings.apiKeyEnv))
+    model = require_model(session, model_factory)
     path = target_path(session, args.uri)
     state_root = session.state_root(path).ensure()
     store = conversation_store(session, state_root)

@@ -31,6 +31,7 @@ from nagent_lsp.services.history import (
 )
 from nagent_lsp.settings import HistorySettings, Settings
 from nagent_lsp.workflows.errors import InvalidArgument, UserError
+from nagent_lsp.workflows.model import optional_model
 
 # -- session-level entry points -------------------------------------------------------------------------------------
 
@@ -39,15 +40,11 @@ def _settings(session: Any) -> Settings:
 
 
 def _summarizer_for(session: Any, stopping: threading.Event | None = None) -> Summarizer | None:
-    settings = _settings(session)
-    environ = getattr(session, "environ", None)
-    if not settings.history.summarize or not settings.model_configured(environ):
+    if not _settings(session).history.summarize:
         return None
-    from nagent_lsp.adapters.openai_chat import (
-        ChatModel,  # imported lazily: history works without a model
-    )
-
-    model = ChatModel(settings, environ)
+    model = optional_model(session)
+    if model is None:
+        return None
     return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))
 
 

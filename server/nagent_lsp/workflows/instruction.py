@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from nagent_lsp.workflows.args import parse_args
 from nagent_lsp.workflows.edit import edit, read_text, target_path
 from nagent_lsp.workflows.errors import UserError
+from nagent_lsp.workflows.model import ModelFactory
 from nagent_lsp.workflows.port import EditorPort
 from nagent_lsp.workflows.session import Session
 
@@ -45,7 +46,7 @@ def without_line(text: str, line_text: str) -> str:
     return text
 
 
-async def apply_instruction(session: Session, port: EditorPort, raw: Any, model_factory: Callable[..., Any]) -> dict[str, Any]:
+async def apply_instruction(session: Session, port: EditorPort, raw: Any, model_factory: ModelFactory | None = None) -> dict[str, Any]:
     args = parse_args(InstructionArgs, raw)
     path = target_path(session, args.uri)
     text, _ = read_text(port, path)

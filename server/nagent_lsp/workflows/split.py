@@ -9,10 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from nagent_lsp.split import SplitError, UnknownSplitType, split_text
+from nagent_lsp.workflows.args import file_argument
 from nagent_lsp.workflows.buffers import read_source
 from nagent_lsp.workflows.errors import InvalidArgument, UserError
 from nagent_lsp.workflows.port import EditorPort
@@ -23,16 +22,6 @@ class SplitArgs:
     uri: str
     targetBytes: int | None = None
     natural: bool = False
-
-
-def uri_to_path(uri: str, field: str = "uri") -> Path:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        raise InvalidArgument(field, f"expected a file:// URI, got {uri!r}")
-    path = url2pathname(unquote(parsed.path))
-    if parsed.netloc and parsed.netloc != "localhost":
-        path = f"//{parsed.netloc}{path}"
-    return Path(path)
 
 
 def state_root_path(session: Any, path: Path) -> Path:
@@ -47,7 +36,7 @@ def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def split(session: Any, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
-    path = Path(os.path.abspath(uri_to_path(args.uri)))
+    path = Path(os.path.abspath(file_argument(args.uri)))
     if args.targetBytes is not None and args.targetBytes <= 0:
         raise InvalidArgument("targetBytes", "must be a positive number of bytes")
     source = read_source(port, path)

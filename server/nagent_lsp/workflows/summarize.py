@@ -12,32 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp.summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
+from nagent_lsp.workflows.model import require_model
 from nagent_lsp.workflows.errors import UserError
 from nagent_lsp.workflows.port import EditorPort
 from nagent_lsp.workflows.buffers import read_source
-from nagent_lsp.workflows.split import state_root_path, uri_to_path
+from nagent_lsp.workflows.args import file_argument
+from nagent_lsp.workflows.split import state_root_path
 
 
 @dataclass(frozen=True)
 class SummarizeArgs:
     uri: str
-
-
-def chat_model(session: Any) -> Any | None:
-    """The session's configured chat model, or None when no model is configured."""
-    settings = session.settings
-    environ = getattr(session, "environ", None)
-    if not settings.model_configured(environ):
-        return None
-    from nagent_lsp.adapters.openai_chat import ChatModel  # lazily: everything else works without a model
-
-    return ChatModel(settings, environ)
-
-
-def _not_configured(session: Any) -> UserError:
-    from nagent_lsp.adapters.openai_chat import not_configured_message
-
-    return UserError(not_configured_message(session.settings.apiKeyEnv))
 
 
 async def summarize_file(
@@ -50,9 +35,7 @@ async def summarize_file(
         return hit
     owned = None
     if complete is None:
-        owned = chat_model(session)
-        if owned is None:
-            raise _not_configured(session)
+        owned = require_model(session)
         complete = owned.complete
     try:
         return await summarize_text(source.text, path, cache_dir, complete)
@@ -66,7 +49,7 @@ async def summarize_file(
 async def summarize(
     session: Any, port: EditorPort | None, args: SummarizeArgs, complete: Complete | None = None
 ) -> dict[str, Any]:
-    path = Path(os.path.abspath(uri_to_path(args.uri)))
+    path = Path(os.path.abspath(file_argument(args.uri)))
     result = await summarize_file(session, port, path, complete)
     return {"summary": result.summary, "mode": result.mode, "cached": result.cached}
 

@@ -8,7 +8,6 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.commands import register_command
-from nagent_lsp.lsp.features.edit import model_factory
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.workflows.instruction import apply_instruction, instruction_at
 
@@ -17,7 +16,7 @@ KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, ty
 
 def register(server: Any) -> None:
     async def run(ls: Any, raw: Any) -> dict[str, Any]:
-        return await apply_instruction(ls.session, LspPort(ls), raw, model_factory)
+        return await apply_instruction(ls.session, LspPort(ls), raw)
 
     register_command(server, "nagent.instruction.apply", run)
 

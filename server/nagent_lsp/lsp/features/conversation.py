@@ -9,7 +9,6 @@ from lsprotocol import types
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
-from nagent_lsp.lsp.features.edit import model_factory
 from nagent_lsp.workflows import conversation, conversation_summary
 
 log = logging.getLogger("nagent_lsp")
@@ -32,10 +31,10 @@ def register(server: Any) -> None:
         return await conversation.load_conversation(ls.session, raw)
 
     async def run_summarize(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation_summary.summarize_conversation(ls.session, LspPort(ls), raw, model_factory)
+        return await conversation_summary.summarize_conversation(ls.session, LspPort(ls), raw)
 
     async def run_compact(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation_summary.compact_conversation(ls.session, LspPort(ls), raw, model_factory)
+        return await conversation_summary.compact_conversation(ls.session, LspPort(ls), raw)
 
     register_command(server, "nagent.conversation.summarize", run_summarize)
     register_command(server, "nagent.conversation.compact", run_compact)

@@ -9,14 +9,8 @@ from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.workflows.edit import edit
 
 
-def model_factory(settings: Any, environ: Any) -> Any:
-    from nagent_lsp.adapters.openai_chat import ChatModel
-
-    return ChatModel(settings, environ)
-
-
 def register(server: Any) -> None:
     async def run(ls: Any, raw: Any) -> dict[str, Any]:
-        return await edit(ls.session, LspPort(ls), raw, model_factory)
+        return await edit(ls.session, LspPort(ls), raw)
 
     register_command(server, "nagent.edit", run)

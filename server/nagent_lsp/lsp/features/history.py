@@ -13,8 +13,7 @@ from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.workflows import history
-from nagent_lsp.workflows.args import parse_args
-from nagent_lsp.workflows.errors import InvalidArgument
+from nagent_lsp.workflows.args import file_argument, parse_args
 
 log = logging.getLogger("nagent_lsp")
 
@@ -29,13 +28,6 @@ class HistoryArgs:
 class CoeditsArgs:
     uri: str
     limit: int | None = None
-
-
-def _path(uri: str) -> Path:
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    if not path:
-        raise InvalidArgument("uri", f"expected a file:// URI, got {uri!r}")
-    return Path(path)
 
 
 def register(server: Any) -> None:
@@ -58,11 +50,11 @@ def register(server: Any) -> None:
 
     def run_history(ls: Any, raw: Any) -> dict[str, Any]:
         args = parse_args(HistoryArgs, raw)
-        return history.history_result(ls.session, _path(args.uri), args.maxCommits)
+        return history.history_result(ls.session, file_argument(args.uri), args.maxCommits)
 
     def run_coedits(ls: Any, raw: Any) -> dict[str, Any]:
         args = parse_args(CoeditsArgs, raw)
-        return history.coedits_result(ls.session, _path(args.uri), args.limit)
+        return history.coedits_result(ls.session, file_argument(args.uri), args.limit)
 
     register_command(server, "nagent.history", run_history)
     register_command(server, "nagent.coedits", run_coedits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
 from tests.harness.lsp import open_editor
 
@@ -42,3 +43,17 @@ async def test_large_target_through_segments(workspace, isolated_home, fake_mode
     assert Path(seen["index"]).is_file()
     convo = Path(result["conversation"]["path"]).read_text()
     assert 'mode="split"' in convo and 'status="ok"' in convo and "changed=\"true\"" in convo
+
+
+async def test_reading_a_large_file_twice_reuses_its_split(workspace, isolated_home, fake_model, model_env) -> None:
+    build_repo(workspace, [Commit("big", {"big.py": BODY})])
+    target = workspace / "big.py"
+    read = f'<nagent-file-read path="{target}"/>'
+    fake_model.script(text(read), text(read), text("<nagent-response>read twice</nagent-response>"))
+    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "look"})
+    assert result["response"] == "read twice"
+    assert len(list((workspace / ".nagent" / "splits").iterdir())) == 1
+    convo = Path(result["conversation"]["path"]).read_text()
+    assert convo.count('mode="split"') == 2

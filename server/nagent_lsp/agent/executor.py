@@ -26,7 +26,7 @@ from nagent_lsp.protocol import (
     conversation_result_body,
     render_result,
 )
-from nagent_lsp.split import SplitError, refresh_split, split_text
+from nagent_lsp.split import SplitError, SplitResult, load_index, refresh_split, sha256_bytes, split_text
 
 
 
@@ -80,7 +80,7 @@ def _file_read(session: EditSession, path_str: str) -> str:
     if size <= INLINE_LIMIT:
         return render_result("file-read", {"path": path_str, "mode": "inline", "size_bytes": size}, text)
     try:
-        result = split_text(text, path, session.splits_root())
+        result = _existing_split(session, path, text) or split_text(text, path, session.splits_root())
     except SplitError as exc:
         return render_result("file-read", {"path": path_str, "error": str(exc)})
     segments = result.index["segments"]
@@ -93,6 +93,20 @@ def _file_read(session: EditSession, path_str: str) -> str:
     session.report(f"split {path.name} into {len(segments)} segments")
     attrs = {"path": path_str, "mode": "split", "size_bytes": size, "index_path": result.index_path, "segment_count": len(segments)}
     return render_result("file-read", attrs, "\n".join(lines))
+
+
+def _existing_split(session: EditSession, path: Path, text: str) -> SplitResult | None:
+    """A split of exactly this text made earlier (reading a large file twice must not split it twice)."""
+    digest = sha256_bytes(text.encode("utf-8"))
+    file_id = session.file_id if _is_target(session, path) else None
+    for folder in find_segment_dirs(session.splits_root(), path, file_id):
+        try:
+            index = load_index(folder / "index.json")
+        except SplitError:
+            continue
+        if index.get("source_sha256") == digest and all(Path(s["path"]).is_file() for s in index["segments"]):
+            return SplitResult(folder / "index.json", index)
+    return None
 
 
 def _file_patch(session: EditSession, index_str: str) -> str:

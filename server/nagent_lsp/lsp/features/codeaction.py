@@ -63,6 +63,6 @@ def _splits_of(ls: Any, path: str) -> list[Any]:
     root = ls.session.state_root(Path(path)).path / "splits"
     try:
         found = find_segment_dirs(root, Path(path))
-    except OSError:
+        return sorted(found, key=lambda d: (d / "index.json").stat().st_mtime)[-1:]
+    except OSError:  # a split removed while we looked: offer none rather than fail the request
         return []
-    return sorted(found, key=lambda d: (d / "index.json").stat().st_mtime)[-1:]

@@ -94,7 +94,7 @@ class HistoryService:
         self._summarizer_marker: tuple | None = None
         self.stopping = threading.Event()  # set on close: a model call in flight gives up within a second
         self._lock = threading.RLock()
-        self._update_lock = threading.Lock()
+        self._update_lock = threading.RLock()  # reentrant: a rebuild inside an update persists under it
         self._index: RepoIndex | None = None
         self._generation = 0
         self._ready = threading.Event()
@@ -240,11 +240,14 @@ class HistoryService:
         return self.git.is_ancestor(old, new)
 
     def _persist(self) -> None:
-        with self._lock:
-            index = self._index
+        # Serialised under the update lock, which every change to an index holds: appends cannot interleave,
+        # and hovers (which only take the read lock) never wait for the JSON.
+        with self._update_lock:
+            with self._lock:
+                index = self._index
             if index is None:
                 return
-            data = index.to_json({"root": str(self.root)})  # serialised under the lock: appends cannot interleave
+            data = index.to_json({"root": str(self.root)})
         try:
             atomic_write_bytes(self.index_path, data)
         except OSError as exc:

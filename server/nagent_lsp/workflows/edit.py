@@ -5,24 +5,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
 from nagent_lsp.agent.session import EditSession
-from nagent_lsp.atomic import atomic_write_text
 from nagent_lsp.context.initial import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
 from nagent_lsp.context.layers import default_layer_dirs, root_context
 from nagent_lsp.conversations.format import INTERRUPTED, render_block, user_prompt_block
-from nagent_lsp.conversations.identity import slug, uri_to_path
-from nagent_lsp.conversations.index import ConversationStore
+from nagent_lsp.conversations.identity import uri_to_path
 from nagent_lsp.llm import ModelCancelled
 from nagent_lsp.protocol import protocol_rules
-from nagent_lsp.textedit import unified_diff
+from nagent_lsp.patch import write_patch
 from nagent_lsp.workflows.args import parse_args
 from nagent_lsp.workflows.buffers import read_source
+from nagent_lsp.workflows.conversation import store_for
 from nagent_lsp.workflows.errors import InvalidArgument, UserError
 from nagent_lsp.workflows.model import ModelFactory, require_model
 from nagent_lsp.workflows.port import EditorPort, FileChange, Progress
@@ -39,11 +37,6 @@ class EditArgs:
     request: str
     range: dict | None = None
     preview: bool | None = None
-
-
-def conversation_store(session: Session, state_root: Path) -> ConversationStore:
-    """One store per state root for the server's life, so its per-file locks serialise every run."""
-    return session.service("conversations", str(state_root), lambda: ConversationStore(state_root))
 
 
 def target_path(session: Session, uri: str) -> Path:
@@ -100,8 +93,8 @@ async def edit(
     selection_of("", args.range)  # a malformed range is refused before anything starts
     model = require_model(session, model_factory)
     path = target_path(session, args.uri)
-    state_root = session.state_root(path).ensure()
-    store = conversation_store(session, state_root)
+    store = store_for(session, path)  # one store per state root for the server's life: its locks serialise runs
+    state_root = store.state_root
     ref = store.resolve(path)
     async with store.lock_for(ref):
         progress = await port.begin_progress(f"nagent: {path.name}")
@@ -215,9 +208,8 @@ async def _run(
     result["edits"] = applied.edits
     if applied.applied:
         final = applied.final_text if applied.final_text is not None else run.staged
-        patch_path = write_patch(state_root, path, base_text, final)
-        result.update(applied=True, patchPath=str(patch_path))
-        result.pop("reason", None) if not outcome.stopped_by_limit else None
+        patch_path = write_patch(state_root / "patches", path, base_text, final, _shown_path(state_root, path))
+        result.update(applied=True, patchPath=str(patch_path) if patch_path else None)
         convo.append(render_block("nagent-edit-result", None, {"applied": "true", "edits": applied.edits, "patch": patch_path}))
     else:
         result["reason"] = applied.reason or "not applied"
@@ -226,15 +218,12 @@ async def _run(
     return result
 
 
-def write_patch(state_root: Path, path: Path, old: str, new: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    target = state_root / "patches" / f"{slug(path.stem)}-{stamp}.patch"
+def _shown_path(state_root: Path, path: Path) -> str:
+    """The path a diff names: relative to the workspace the state root belongs to, when it is inside it."""
     try:
-        shown = str(path.relative_to(state_root.parent))
+        return str(path.relative_to(state_root.parent))
     except ValueError:
-        shown = str(path)
-    atomic_write_text(target, unified_diff(old, new, shown))
-    return target
+        return str(path)
 
 
 async def _context_extras(session: Session, path: Path, text: str) -> dict[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from nagent_lsp.atomic import atomic_write_text
@@ -17,9 +16,11 @@ def home_root() -> Path:
     return Path(os.path.expanduser("~")) / STATE_DIR
 
 
-@lru_cache(maxsize=512)
 def git_toplevel(directory: str) -> str | None:
-    """The git work tree containing `directory`, found by walking up to a `.git` entry (no process)."""
+    """The git work tree containing `directory`, found by walking up to a `.git` entry (no process).
+
+    Not cached: a few stat calls cost microseconds, and a folder can become a repository (`git init`) while
+    the server runs."""
     path = Path(directory)
     for candidate in (path, *path.parents):
         if (candidate / ".git").exists():
@@ -66,8 +67,4 @@ def resolve_state_root(
         base = Path(top) if top else workspace_folders[0]
         return StateRoot(base / STATE_DIR, "repository" if top else "workspace")
     return StateRoot(home_root(), "home")
-
-
-def clear_toplevel_cache() -> None:
-    git_toplevel.cache_clear()
 

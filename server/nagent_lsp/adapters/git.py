@@ -6,7 +6,6 @@ megabytes; parsing while git still walks keeps both cores busy and memory flat. 
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -119,18 +118,3 @@ class GitRepository:
             return None
 
 
-def git_available() -> bool:
-    try:
-        gitpython.Git().version_info
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "no usable git"
-        return False
-
-
-def toplevel(directory: Path | str) -> Path | None:
-    """The work tree holding `directory`, found without a process (walk up to a `.git` dir or gitdir file)."""
-    path = Path(os.path.abspath(directory))
-    for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from nagent_lsp.adapters.git import toplevel
+from nagent_lsp.state import git_toplevel
 from nagent_lsp.coedit.table import TOP, CoeditTable
 from nagent_lsp.history import render
 from nagent_lsp.history.index import CommitRef
@@ -62,7 +62,7 @@ def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[H
     """The repository's service and the file's path in it; None outside git. `background=False` (CLI): load the
     persisted index if there is one, never start a full build."""
     path = Path(os.path.abspath(path))
-    top = toplevel(path if path.is_dir() else path.parent)
+    top = git_toplevel(str(path if path.is_dir() else path.parent))
     if top is None:
         return None
     root = Path(os.path.realpath(top))

@@ -52,13 +52,21 @@ def _is_target(session: EditSession, path: Path | None) -> bool:
     return path is not None and path == session.target.resolve()
 
 
+def _names_target(session: EditSession, path_str: str) -> bool:
+    """Whether a read of `path_str` is allowed and means the target (then its staged text is the answer)."""
+    try:
+        return _is_target(session, confine_read(path_str, session.folders, session.settings.denyRead, base=session.cwd))
+    except Refused:
+        return False  # read_action gives the refusal its result
+
+
 def _read(session: EditSession, path_str: str) -> str:
-    outcome = read_action(path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd)
-    if _is_target(session, outcome.path):
+    if _names_target(session, path_str):
         # The model reads back its own staged edits, not the text it started from.
         if len(session.staged.encode("utf-8")) > INLINE_LIMIT:
             return render_result("read", {"path": path_str, "error": f'file too large; use <nagent-file-read path="{path_str}"/>'})
         return render_result("read", {"path": path_str}, session.staged)
+    outcome = read_action(path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd)
     if not outcome.ok:
         return render_result("read", {"path": path_str, "error": outcome.error})
     return render_result("read", {"path": path_str}, outcome.text)

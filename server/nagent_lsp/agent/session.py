@@ -25,9 +25,7 @@ class EditSession:
     state_root: Path  # already created
     folders: list[Path]
     target: Path
-    target_uri: str
     file_id: str
-    base_text: str  # the buffer text when the run began
     staged: str  # the target's text as the model has left it (never on disk until applied)
     complete: Complete
     cancel: asyncio.Event = field(default_factory=asyncio.Event)

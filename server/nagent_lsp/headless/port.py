@@ -54,7 +54,6 @@ class DiskPort:
         return Progress(title)
 
     def report_progress(self, progress: Progress, message: str, percentage: int | None = None) -> None:
-        progress.messages.append(message)
         self._say(f"  {message}")
 
     def end_progress(self, progress: Progress, message: str = "") -> None:

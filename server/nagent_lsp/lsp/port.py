@@ -171,7 +171,6 @@ class LspPort:
         return progress
 
     def report_progress(self, progress: Progress, message: str, percentage: int | None = None) -> None:
-        progress.messages.append(message)
         token = progress.token
         if token:
             self.server.work_done_progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))

@@ -14,17 +14,16 @@ from nagent_lsp.textedit import merge3
 class Plan:
     target: str | None  # None: nothing to apply (see reason)
     reason: str | None = None
-    merged: bool = False
 
 
 def plan_change(base_text: str, current_text: str, new_text: str) -> Plan:
     """Three-way: the model changed base→new while the user changed base→current."""
     if current_text == base_text:
-        target, merged = new_text, False
+        target = new_text
     else:
-        target, merged = merge3(base_text, current_text, new_text), True
+        target = merge3(base_text, current_text, new_text)
         if target is None:
             return Plan(None, "conflict: the buffer changed while the model worked and both touched the same lines; nothing was applied")
     if target == current_text:
         return Plan(None, "no change")
-    return Plan(target, None, merged)
+    return Plan(target)

@@ -48,7 +48,6 @@ class Progress:
 
     title: str
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
-    messages: list[str] = field(default_factory=list)
     token: str | None = None  # the editor's progress token, when it shows progress
     ended: bool = False
 

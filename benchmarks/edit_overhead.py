@@ -6,7 +6,7 @@ changed, then a <nagent-response>. For files of 1k, 10k and 50k lines it prints 
 `nagent.edit` to the client receiving the applyEdit, minus the model calls as the server timed them (its
 log's "model call took" lines: the SDK's HTTP round trip and JSON of the whole conversation), beside the
 floor measured in the same run (each run starts from a cleared conversation): just diffing the two texts into minimal edits in-process
-(`nagent_lsp.textedit.minimal_edits`, what any minimal-edit delivery must do at least).
+(`nagent_lsp.text.edits.minimal_edits`, what any minimal-edit delivery must do at least).
 
     .venv/bin/python -m benchmarks.edit_overhead [--runs 5]
 """
@@ -42,7 +42,7 @@ def modify(text: str) -> str:
 
 
 def floor_seconds(old: str, new: str, runs: int) -> float:
-    from nagent_lsp.textedit import minimal_edits
+    from nagent_lsp.text.edits import minimal_edits
 
     times = []
     for _ in range(runs):

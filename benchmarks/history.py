@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from nagent_lsp.settings import HistorySettings, Settings  # noqa: E402
+from nagent_lsp.config.settings import HistorySettings, Settings  # noqa: E402
 from nagent_lsp.history import render  # noqa: E402
-from nagent_lsp.workflows import history  # noqa: E402
-from nagent_lsp.services.history import HistoryService  # noqa: E402
+from nagent_lsp.operations import history  # noqa: E402
+from nagent_lsp.history.service import HistoryService  # noqa: E402
 
 
 class BenchSession:

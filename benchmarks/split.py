@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from nagent_lsp.patch import plan_patch  # noqa: E402
-from nagent_lsp.split import plan_segments, split_text  # noqa: E402
+from nagent_lsp.agent.splits import plan_patch, split_text  # noqa: E402
+from nagent_lsp.text.segments import plan_segments  # noqa: E402
 
 MB = 1024 * 1024
 

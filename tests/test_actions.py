@@ -10,18 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.actions import (
-    Refused,
-    ShellPermission,
-    check_write,
-    confine_read,
-    find_segment_dirs,
-    read_action,
-    run_shell,
-)
-from nagent_lsp.actions.permission import ALWAYS, CHOICES, DENY, RUN_ONCE
-from nagent_lsp.conversations.identity import file_id_for
-from nagent_lsp.workflows.port import Buffer
+from nagent_lsp.agent.permissions import ShellPermission
+from nagent_lsp.agent.read import read_action
+from nagent_lsp.agent.sandbox import Refused, confine_read
+from nagent_lsp.agent.shell import run_shell
+from nagent_lsp.agent.write_policy import check_write
+from nagent_lsp.store.splits import find_split_dirs
+from nagent_lsp.agent.permissions import ALWAYS, CHOICES, DENY, RUN_ONCE
+from nagent_lsp.core.identity import file_id_for
+from nagent_lsp.core.ports import Buffer
 
 
 def put(path: Path, text: str = "data\n") -> Path:
@@ -166,18 +163,18 @@ def test_a_renamed_target_is_still_the_target_by_file_id(ws: Path) -> None:
         check_write(str(moved), target)
 
 
-def test_find_segment_dirs(ws: Path, tmp_path: Path) -> None:
+def test_find_split_dirs(ws: Path, tmp_path: Path) -> None:
     target = ws / "src" / "app.py"
     splits = tmp_path / "state" / "splits"
     put(splits / "mine" / "index.json", json.dumps({"source_path": str(target)}))
     put(splits / "other" / "index.json", json.dumps({"source_path": str(ws / ".env")}))
     put(splits / "broken" / "index.json", "{")
-    assert find_segment_dirs(splits, target) == [splits / "mine"]
+    assert find_split_dirs(splits, target) == [splits / "mine"]
     fid = file_id_for(target)
     os.rename(target, ws / "src" / "moved.py")
     put(splits / "moved" / "index.json", json.dumps({"source_path": str(ws / "src" / "moved.py")}))
-    assert find_segment_dirs(splits, target, fid) == [splits / "moved"]
-    assert find_segment_dirs(tmp_path / "none", target) == []
+    assert find_split_dirs(splits, target, fid) == [splits / "moved"]
+    assert find_split_dirs(tmp_path / "none", target) == []
 
 
 # --- shell -------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import ast
 import pytest
 from lsprotocol import types
 
-from nagent_lsp.workflows.instruction import instruction_at
+from nagent_lsp.operations.instruction import instruction_at
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
 from tests.harness.lsp import open_editor

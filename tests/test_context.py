@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.context.initial import (
+from nagent_lsp.agent.context import (
     CLOSE_TAG,
     INLINE_LIMIT,
     InstanceFacts,
     Selection,
     build_initial_context,
 )
-from nagent_lsp.context.layers import default_layer_dirs, load_layer, load_layers, root_context, yaml_paths
+from nagent_lsp.agent.context_layers import default_layer_dirs, load_layer, load_layers, root_context, yaml_paths
 
 
 def put(path: Path, text: str) -> Path:

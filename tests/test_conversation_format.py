@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nagent_lsp.conversations.format import (
+from nagent_lsp.tags.transcript import (
     INTERRUPTED,
     TurnStatus,
     agent_response_block,
@@ -27,8 +27,8 @@ from nagent_lsp.conversations.format import (
     user_prompt_block,
     utc_stamp,
 )
-from nagent_lsp.llm import Message
-from nagent_lsp.protocol import render_result
+from nagent_lsp.core.model import Message
+from nagent_lsp.tags import render_result
 
 # A file as nagent itself writes it (inline <system>, unescaped attrs, hook block, status line).
 NAGENT_FILE = """\

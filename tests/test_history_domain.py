@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nagent_lsp.coedit.table import coedit_table, level
+from nagent_lsp.history.coedits import coedit_table, level
 from nagent_lsp.history.blame import is_ignored, parse_ignore_revs, parse_porcelain
 from nagent_lsp.history.index import RepoIndex
 from nagent_lsp.history.logparse import RawCommit, parse_log
 from nagent_lsp.history.refs import read_head
 from nagent_lsp.history.render import HistoryView, file_history_block, hover_card, authors_of
-from nagent_lsp.coedit.table import CoeditTable
+from nagent_lsp.history.coedits import CoeditTable
 
 H = [f"{i:040x}" for i in range(1, 30)]
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.settings import HistorySettings, Settings
-from nagent_lsp.workflows import history
-from nagent_lsp.workflows.errors import UserError
-from nagent_lsp.services.commit_summaries import make_model_summarizer, parse_summary_reply
-from nagent_lsp.services.history import HistoryService
-from nagent_lsp.workflows.session import Session
+from nagent_lsp.config.settings import HistorySettings, Settings
+from nagent_lsp.operations import history
+from nagent_lsp.core.errors import UserError
+from nagent_lsp.history.commit_summaries import make_model_summarizer, parse_summary_reply
+from nagent_lsp.history.service import HistoryService
+from nagent_lsp.operations.session import Session
 from tests.harness.gitrepo import Commit, add_commit, build_repo, git
 
 ANN = dict(author="Ann Lee", email="ann@example.com")
@@ -127,7 +127,7 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not inside a git repository"):
         history.history_result(s, outside)
     assert history.hover_markdown(s, outside, 1) is None
-    assert history.file_history_block(outside, s) == ""
+    assert history.file_history_block(s, outside) == ""
     untracked = root / "new.py"
     untracked.write_text("new\n")
     assert history.hover_markdown(s, untracked, 1) is None
@@ -256,7 +256,7 @@ def test_model_summarizer_prompt_and_reply_parsing() -> None:
 def test_file_history_block_and_cli_text(repo, tmp_path: Path) -> None:
     root, h = repo
     s = session_for(root, maxChangesetFiles=5)
-    block = history.file_history_block(root / "src" / "app.py", s)
+    block = history.file_history_block(s, root / "src" / "app.py")
     assert block.startswith("{file-history}\nFile: src/app.py\n")
     assert "- Ann Lee <ann@example.com>: 3 commits" in block
     steps = block.split("History, oldest first:\n")[1].split("\n\n")[0].splitlines()
@@ -281,15 +281,17 @@ def test_merge_commits_are_not_file_history(repo, tmp_path: Path) -> None:
     service.close()
 
 
-def test_block_without_session_reuses_one_service(repo) -> None:
+def test_block_reuses_the_sessions_service(repo) -> None:
     root, _ = repo
-    first = history.file_history_block(root / "util.py")
+    s = Session(workspace_folders=[root])
+    s.reload()
+    first = history.file_history_block(s, root / "util.py")
     assert first.startswith("{file-history}\nFile: util.py\n")
-    services = history._default_session().services("history")
+    services = list(s.history_services.values())
     assert len(services) == 1 and services[0].wait_ready(30)
-    block = history.file_history_block(root / "util.py")
+    block = history.file_history_block(s, root / "util.py")
     assert "`src/app.py`" not in block and "| src/app.py | 3 |" in block  # a partner under its current name
-    assert history._default_session().services("history") == services  # the same service, not a new build
+    assert list(s.history_services.values()) == services  # the same service, not a new build
     assert services[0].counters.builds == 1
     for service in services:
         service.close()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.conversations.identity import file_id_for, slug, uri_to_path
-from nagent_lsp.conversations.index import ConversationError, ConversationStore
+from nagent_lsp.core.identity import file_id_for, slug, uri_to_path
+from nagent_lsp.store.conversations import ConversationError, ConversationStore
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
@@ -270,9 +270,9 @@ async def test_runs_on_one_file_take_turns(ws: Path, store: ConversationStore) -
 
 # --- the conversation commands' workflows (in process, with a fake editor port) ----------------------
 
-from nagent_lsp.workflows import conversation as wf  # noqa: E402
-from nagent_lsp.workflows.errors import InvalidArgument, UserError  # noqa: E402
-from nagent_lsp.workflows.session import Session  # noqa: E402
+from nagent_lsp.operations import conversation as wf  # noqa: E402
+from nagent_lsp.core.errors import InvalidArgument, UserError  # noqa: E402
+from nagent_lsp.operations.session import Session  # noqa: E402
 
 
 class ShowPort:

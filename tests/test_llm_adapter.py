@@ -17,9 +17,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from nagent_lsp.adapters.openai_chat import ChatModel
-from nagent_lsp.llm import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
-from nagent_lsp.settings import Settings
+from nagent_lsp.llm.openai_chat import ChatModel
+from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
+from nagent_lsp.config.settings import Settings
 from tests.harness.fake_openai import FakeOpenAI, drop, garbled, slow, status, text
 
 KEY = "sk-test-SECRET-4f9c2d"

@@ -9,9 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nagent_lsp.patch import PatchError, plan_patch, refresh_after_apply, reindex, write_patch
-from nagent_lsp.split import load_index, split_text
-from nagent_lsp.textedit import split_lines
+from nagent_lsp.agent.splits import plan_patch, refresh_after_apply, reindex, split_text
+from nagent_lsp.core.errors import PatchError
+from nagent_lsp.store.patches import write_patch
+from nagent_lsp.store.splits import load_index
+from nagent_lsp.text.edits import split_lines, unified_diff
 
 TEXT = "".join(f"def f{i}():\r\n    return {i}  # é😀\r\n\r\n" for i in range(60))
 
@@ -114,8 +116,8 @@ def test_dropped_final_line_break_of_a_segment_is_restored(tmp_path):
 
 
 def test_write_patch_is_a_unified_diff_and_none_when_unchanged(tmp_path):
-    assert write_patch(tmp_path / "patches", Path("a.py"), "x\n", "x\n") is None
-    path = write_patch(tmp_path / "patches", Path("/w/a.py"), "x\ny\n", "x\nz\n")
+    assert write_patch(tmp_path / "patches", Path("a.py"), unified_diff("x\n", "x\n", "a.py")) is None
+    path = write_patch(tmp_path / "patches", Path("/w/a.py"), unified_diff("x\ny\n", "x\nz\n", "a.py"))
     assert path.parent == tmp_path / "patches" and path.suffix == ".patch"
     assert path.read_text() == "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nagent_lsp.protocol import (
+from nagent_lsp.tags import (
     KNOWN_TAGS,
     Conversation,
     FilePatch,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from nagent_lsp import settings
+from nagent_lsp.config import settings
 from tests.harness.lsp import open_editor
 
 
@@ -113,7 +113,7 @@ def test_merge_reports_unknown_and_bad_keys_without_losing_good_ones() -> None:
 def test_broken_config_file_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     bad = tmp_path / "config.json"
     bad.write_text("{not json", encoding="utf-8")
-    resolved = settings.load(repo_config=bad, init_options={"model": "ok"})
+    resolved = settings.load_settings(repo_config=bad, init_options={"model": "ok"})
     assert resolved.settings.model == "ok"
     assert any("cannot read config file" in str(p) for p in resolved.problems)
 

@@ -10,18 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nagent_lsp.split import (
-    TYPES,
-    SplitError,
-    UnknownSplitType,
-    count_lines,
-    detect_split_type,
-    load_index,
-    normalize_split_type,
-    plan_segments,
-    refresh_split,
-    split_text,
-)
+from nagent_lsp.agent.splits import refresh_split, split_text
+from nagent_lsp.core.errors import SplitError
+from nagent_lsp.store.splits import load_index
+from nagent_lsp.text.segments import count_lines, plan_segments
+from nagent_lsp.text.split_rules import TYPES, UnknownSplitType, detect_split_type, normalize_split_type
 
 # Fragments that trigger every type's boundary rules, plus the awkward bytes: CRLF, lone CR, non-ASCII,
 # astral characters, braces and tags that unbalance naive depth counting.

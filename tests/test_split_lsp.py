@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nagent_lsp.textedit import split_lines
+from nagent_lsp.text.edits import split_lines
 from tests.harness.fake_openai import text
 from tests.harness.lsp import open_editor
 

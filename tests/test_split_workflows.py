@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.llm import Message
-from nagent_lsp.textedit import apply_edits, minimal_edits
-from nagent_lsp.workflows.errors import InvalidArgument, UserError
-from nagent_lsp.workflows.patch import PatchArgs, patch
-from nagent_lsp.workflows.port import ApplyOutcome, Buffer, FileChange
-from nagent_lsp.workflows.session import Session
-from nagent_lsp.workflows.split import SplitArgs, split
-from nagent_lsp.workflows.summarize import SummarizeArgs, file_summary_block, summarize
+from nagent_lsp.core.model import Message
+from nagent_lsp.text.edits import apply_edits, minimal_edits
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.operations.patch import PatchArgs, patch
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange
+from nagent_lsp.operations.session import Session
+from nagent_lsp.operations.split import SplitArgs, split
+from nagent_lsp.operations.summarize import SummarizeArgs, file_summary_block, summarize
 
 
 class MemoryPort:

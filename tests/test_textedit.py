@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nagent_lsp.textedit as textedit_module
-from nagent_lsp.textedit import (
+import nagent_lsp.text.edits as textedit_module
+from nagent_lsp.text.edits import (
     TextEditSpec,
     apply_edits,
     merge3,

@@ -1,3 +1,3 @@
-from nagent_lsp.cli import main
+from nagent_lsp.headless.cli import main
 
 raise SystemExit(main())

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nagent_lsp.atomic import atomic_write_text
-from nagent_lsp.conversations.format import INITIAL_CONTEXT, append_block, set_initial_context
-from nagent_lsp.workflows.buffers import read_disk_text
-from nagent_lsp.workflows.port import EditorPort
+from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.tags.transcript import INITIAL_CONTEXT, append_block, set_initial_context
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.core.ports import EditorPort
 
 
 @dataclass

@@ -12,10 +12,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from nagent_lsp.agent.conversation import ConversationFile
-from nagent_lsp.agent.executor import child_depth_error, execute
-from nagent_lsp.agent.session import EditSession
-from nagent_lsp.atomic import atomic_write_text
-from nagent_lsp.conversations.format import (
+from nagent_lsp.agent.run import MAX_DEPTH, EditSession
+from nagent_lsp.agent.tools import execute
+from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.tags.transcript import (
     TurnStatus,
     agent_response_block,
     last_turn_status,
@@ -25,9 +25,9 @@ from nagent_lsp.conversations.format import (
     user_prompt_block,
     utc_stamp,
 )
-from nagent_lsp.conversations.identity import slug
-from nagent_lsp.llm import ModelCancelled, ModelError, ModelNotConfigured
-from nagent_lsp.protocol import (
+from nagent_lsp.core.identity import slug
+from nagent_lsp.core.model import ModelCancelled, ModelError, ModelNotConfigured
+from nagent_lsp.tags import (
     MAX_ATTEMPTS,
     Conversation,
     Next,
@@ -79,7 +79,8 @@ async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome
                 nexts.append(action.prompt)
             else:
                 session.report(f"turn {outcome.steps} · {action.tag}")
-                convo.append(await execute(session, action))
+                is_child = isinstance(action, Conversation)
+                convo.append(await (run_child(session, action) if is_child else execute(session, action)))
                 ran_action = True
         if nexts:
             convo.append(*(next_input_block(p) for p in nexts))
@@ -153,7 +154,7 @@ def _turn_status(session: EditSession, convo: ConversationFile, turn: int, befor
 
 async def run_child(parent: EditSession, action: Conversation) -> str:
     """A sub-conversation: an isolated child loop with its own conversation file and the same permissions."""
-    refused = child_depth_error(parent, action)
+    refused = _child_depth_error(parent, action)
     if refused:
         return refused
     conversations = parent.conversations_dir or (parent.state_root / "conversations")
@@ -179,3 +180,10 @@ async def run_child(parent: EditSession, action: Conversation) -> str:
     body = conversation_result_body(exit_code, output, err)
     attrs = {"conversation": name, "tokens_in": child.tokens.input, "tokens_out": child.tokens.output}
     return render_result("conversation", attrs, body)
+
+
+def _child_depth_error(session: EditSession, action: Conversation) -> str | None:
+    if session.depth + 1 > MAX_DEPTH:
+        body = conversation_result_body(1, "", f"sub-conversations may nest at most {MAX_DEPTH} deep; do this task yourself")
+        return render_result("conversation", {"conversation": action.conversation_file or "", "tokens_in": 0, "tokens_out": 0}, body)
+    return None

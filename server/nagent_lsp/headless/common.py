@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from nagent_lsp.llm import ModelError
-from nagent_lsp.state import git_toplevel
-from nagent_lsp.workflows.errors import UserError
-from nagent_lsp.workflows.session import Session
+from nagent_lsp.core.model import ModelError
+from nagent_lsp.config.state_root import git_toplevel
+from nagent_lsp.core.errors import UserError
+from nagent_lsp.operations.session import Session
 
 
 def session_for(path: Path) -> Session:
@@ -40,3 +41,8 @@ def run_guarded(action: Callable[[], Any]) -> int:
         print(f"nagent-lsp: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

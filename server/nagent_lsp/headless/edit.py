@@ -6,20 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from nagent_lsp.cli import print_json, subcommand
-from nagent_lsp.headless.common import run_guarded, session_for
+from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.headless.port import DiskPort
-from nagent_lsp.workflows.edit import edit
+from nagent_lsp.operations.edit import edit
 
 
-def _args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
-    parser.add_argument("request", help="what to change")
-    parser.add_argument("--confirm", action="store_true", help="ask before writing the change")
-    parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
-
-
-@subcommand("edit", "ask the model to change a file; prints the answer and the diff", _args)
 def run_edit(args: argparse.Namespace) -> int:
     async def run() -> None:
         path = args.file.resolve()

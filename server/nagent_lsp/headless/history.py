@@ -5,24 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nagent_lsp.cli import print_json, subcommand
-from nagent_lsp.headless.common import run_guarded, session_for
-from nagent_lsp.workflows.history import coedits_result, history_result, render_coedits_text, render_history_text
+from nagent_lsp.headless.common import print_json, run_guarded, session_for
+from nagent_lsp.operations.history import coedits_result, history_result, render_coedits_text, render_history_text
 
 
-def _history_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
-    parser.add_argument("--max-commits", type=int, default=None, help="look at this many recent commits")
-    parser.add_argument("--json", action="store_true", help="print the nagent.history result as JSON")
 
-
-def _coedit_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
-    parser.add_argument("--limit", type=int, default=None, help="rows to show (default 20)")
-    parser.add_argument("--json", action="store_true", help="print the nagent.coedits result as JSON")
-
-
-@subcommand("history", "print a file's git history: authors, changes, co-edited files", _history_args)
 def history(args: argparse.Namespace) -> int:
     def run() -> None:
         path = args.file.resolve()
@@ -32,7 +19,6 @@ def history(args: argparse.Namespace) -> int:
     return run_guarded(run)
 
 
-@subcommand("coedits", "print the files that historically change together with a file", _coedit_args)
 def coedits(args: argparse.Namespace) -> int:
     def run() -> None:
         path = args.file.resolve()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nagent_lsp.atomic import atomic_write_text
-from nagent_lsp.textedit import minimal_edits
-from nagent_lsp.workflows.buffers import read_disk_text
-from nagent_lsp.workflows.delivery import plan_change
-from nagent_lsp.workflows.port import ApplyOutcome, Buffer, FileChange, Progress
+from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.text.edits import minimal_edits
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.text.merge import plan_change
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
 
 
 class DiskPort:

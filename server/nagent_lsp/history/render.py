@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from nagent_lsp.coedit.table import CoeditTable
+from nagent_lsp.history.coedits import CoeditTable
 from nagent_lsp.history.index import CommitRef
 
 RECENT = 5

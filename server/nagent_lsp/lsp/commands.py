@@ -14,8 +14,8 @@ from typing import Any, Awaitable, Callable
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from nagent_lsp.llm import ModelError
-from nagent_lsp.workflows.errors import InvalidArgument, UserError
+from nagent_lsp.core.model import ModelError
+from nagent_lsp.core.errors import InvalidArgument, UserError
 
 log = logging.getLogger("nagent_lsp")
 

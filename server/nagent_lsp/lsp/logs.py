@@ -1,9 +1,8 @@
-"""One logger ("nagent_lsp") to stderr or a file; warnings and errors also go to the client as window/logMessage."""
+"""Warnings and errors of the "nagent_lsp" logger also go to the client as window/logMessage (set-up: core.logs)."""
 
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 
 from lsprotocol import types
@@ -28,19 +27,6 @@ class ClientForwarder(logging.Handler):
             loop.call_soon_threadsafe(self.server.window_log_message, params)
         except RuntimeError:
             pass
-
-
-def setup_logging(verbose: int = 0, log_file: str | None = None) -> logging.Logger:
-    logger = logging.getLogger("nagent_lsp")
-    logger.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING)
-    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.handlers[:] = [handler]
-    logger.propagate = False
-    # The HTTP stack logs request headers at DEBUG; keep it quiet so a key can never leak through it.
-    for noisy in ("httpx", "httpcore", "openai", "pygls"):
-        logging.getLogger(noisy).setLevel(logging.WARNING if verbose < 3 else logging.INFO)
-    return logger
 
 
 def attach_client(server: Any) -> None:

@@ -17,10 +17,10 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp import capabilities as caps
-from nagent_lsp.textedit import minimal_edits
-from nagent_lsp.workflows.buffers import read_disk_text
-from nagent_lsp.workflows.delivery import plan_change
-from nagent_lsp.workflows.port import ApplyOutcome, Buffer, FileChange, Progress
+from nagent_lsp.text.edits import minimal_edits
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.text.merge import plan_change
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
 
 log = logging.getLogger("nagent_lsp")
 

@@ -12,7 +12,7 @@ from pygls.uris import to_fs_path
 
 from nagent_lsp import __version__
 from nagent_lsp.lsp import logs
-from nagent_lsp.workflows.session import Session
+from nagent_lsp.operations.session import Session
 
 
 class NagentProtocol(LanguageServerProtocol):

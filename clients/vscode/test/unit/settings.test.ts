@@ -54,7 +54,7 @@ test('client-only launch settings exist and are not server settings', () => {
 test('contributed defaults agree with the real server (NAGENT_LSP_PYTHON)', (t) => {
   const python = process.env.NAGENT_LSP_PYTHON;
   if (!python) return t.skip('NAGENT_LSP_PYTHON not set');
-  const out = execFileSync(python, ['-c', 'import json; from nagent_lsp.settings import Settings; print(json.dumps(Settings().public()))'], {
+  const out = execFileSync(python, ['-c', 'import json; from nagent_lsp.config.settings import Settings; print(json.dumps(Settings().public()))'], {
     encoding: 'utf8',
   });
   const server = JSON.parse(out) as Record<string, unknown>;

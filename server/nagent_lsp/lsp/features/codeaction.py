@@ -9,7 +9,7 @@ from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
-from nagent_lsp.workflows.instruction import apply_instruction, instruction_at
+from nagent_lsp.operations.instruction import apply_instruction, instruction_at
 
 KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, types.CodeActionKind.Refactor]
 
@@ -58,11 +58,11 @@ def _splits_of(ls: Any, path: str) -> list[Any]:
     """The newest split of this file, if any (offering every old split would only confuse)."""
     from pathlib import Path
 
-    from nagent_lsp.actions.write import find_segment_dirs
+    from nagent_lsp.store.splits import find_split_dirs
 
     root = ls.session.state_root(Path(path)).path / "splits"
     try:
-        found = find_segment_dirs(root, Path(path))
+        found = find_split_dirs(root, Path(path))
         return sorted(found, key=lambda d: (d / "index.json").stat().st_mtime)[-1:]
     except OSError:  # a split removed while we looked: offer none rather than fail the request
         return []

@@ -9,7 +9,7 @@ from lsprotocol import types
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
-from nagent_lsp.workflows import conversation, conversation_summary
+from nagent_lsp.operations import conversation, conversation_summary
 
 log = logging.getLogger("nagent_lsp")
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
-from nagent_lsp.workflows.edit import edit
+from nagent_lsp.operations.edit import edit
 
 
 def register(server: Any) -> None:

@@ -12,8 +12,8 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.commands import register_command
-from nagent_lsp.workflows import history
-from nagent_lsp.workflows.args import file_argument, parse_args
+from nagent_lsp.operations import history
+from nagent_lsp.config.args import file_argument, parse_args
 
 log = logging.getLogger("nagent_lsp")
 

@@ -48,7 +48,7 @@ def register(server: Any) -> None:
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: Any, params: Any = None) -> None:
         # Stop background history work (and its git processes) without waiting on the loop for a model reply.
-        for service in ls.session.services("history"):
+        for service in list(ls.session.history_services.values()):
             try:
                 service.close(wait=False)
             except Exception as exc:  # shutting down anyway

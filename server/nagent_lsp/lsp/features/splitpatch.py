@@ -6,10 +6,10 @@ from typing import Any
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
-from nagent_lsp.workflows import patch as patch_wf
-from nagent_lsp.workflows import split as split_wf
-from nagent_lsp.workflows import summarize as summarize_wf
-from nagent_lsp.workflows.args import parse_args
+from nagent_lsp.operations import patch as patch_wf
+from nagent_lsp.operations import split as split_wf
+from nagent_lsp.operations import summarize as summarize_wf
+from nagent_lsp.config.args import parse_args
 
 
 def register(server: Any) -> None:

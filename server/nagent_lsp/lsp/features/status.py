@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nagent_lsp.lsp.commands import register_command
-from nagent_lsp.workflows.args import parse_args
-from nagent_lsp.workflows.status import status
+from nagent_lsp.config.args import parse_args
+from nagent_lsp.operations.status import status
 from dataclasses import dataclass
 
 

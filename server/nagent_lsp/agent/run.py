@@ -1,0 +1,60 @@
+"""Everything one edit run needs, in one place: the target and its staged text, the editor port, the model."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from nagent_lsp.agent.permissions import ShellPermission
+from nagent_lsp.llm.tokens import Tokens
+from nagent_lsp.core.model import Message, Reply
+from nagent_lsp.config.settings import Settings
+from nagent_lsp.core.ports import EditorPort, Progress
+
+MAX_DEPTH = 2  # sub-conversations may nest this deep; deeper requests get an error result
+
+Complete = Callable[..., Awaitable[Reply]]  # complete(messages: list[Message], *, cancel) -> Reply
+
+
+@dataclass
+class EditSession:
+    port: EditorPort
+    settings: Settings
+    state_root: Path  # already created
+    folders: list[Path]
+    target: Path
+    file_id: str
+    staged: str  # the target's text as the model has left it (never on disk until applied)
+    complete: Complete
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    permission: ShellPermission = field(default_factory=ShellPermission)
+    progress: Progress | None = None
+    depth: int = 0
+    tokens: Tokens = field(default_factory=Tokens)
+    conversations_dir: Path | None = None
+    child_context: Callable[[str, str], str] | None = None  # (child name, invocation) -> initial context body
+    secrets: tuple[str, ...] = ()  # values (the API key) that must never reach a result, a file or the model
+
+    @property
+    def cwd(self) -> Path:
+        return self.folders[0] if self.folders else self.target.parent
+
+    def splits_root(self) -> Path:
+        return self.state_root / "splits"
+
+    def outputs_dir(self) -> Path:
+        return self.state_root / "outputs"
+
+    def report(self, message: str) -> None:
+        if self.progress is not None:
+            self.port.report_progress(self.progress, message)
+
+    async def ask_model(self, messages: list[Message]) -> Reply:
+        return await self.complete(messages, cancel=self.cancel)
+
+    def child(self, **changes: Any) -> "EditSession":
+        """A sub-conversation: same target, staged text, permissions and cancel; its own tokens."""
+        values = {**self.__dict__, "depth": self.depth + 1, "tokens": Tokens(), **changes}
+        return EditSession(**values)

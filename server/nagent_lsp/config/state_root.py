@@ -1,0 +1,57 @@
+"""State root resolution (DESIGN §2; creating it is store.root's job): `<repo>/.nagent`, else the workspace folder's, else `~/.nagent`."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIR = ".nagent"
+
+
+def home_root() -> Path:
+    return Path(os.path.expanduser("~")) / STATE_DIR
+
+
+def git_toplevel(directory: str) -> str | None:
+    """The git work tree containing `directory`, found by walking up to a `.git` entry (no process).
+
+    Not cached: a few stat calls cost microseconds, and a folder can become a repository (`git init`) while
+    the server runs."""
+    path = Path(directory)
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return None
+
+
+@dataclass(frozen=True)
+class StateRoot:
+    path: Path
+    kind: str  # "setting" | "repository" | "workspace" | "home"
+
+
+def resolve_state_root(
+    target: Path | None,
+    workspace_folders: list[Path] | tuple[Path, ...] = (),
+    override: str | None = None,
+) -> StateRoot:
+    if override:
+        return StateRoot(Path(os.path.expanduser(override)).resolve(), "setting")
+    if target is not None:
+        start = target if target.is_dir() else target.parent
+        top = git_toplevel(str(start))
+        if top:
+            return StateRoot(Path(top) / STATE_DIR, "repository")
+        for folder in sorted(workspace_folders, key=lambda p: len(str(p)), reverse=True):
+            try:
+                target.relative_to(folder)
+            except ValueError:
+                continue
+            return StateRoot(folder / STATE_DIR, "workspace")
+    elif workspace_folders:
+        top = git_toplevel(str(workspace_folders[0]))
+        base = Path(top) if top else workspace_folders[0]
+        return StateRoot(base / STATE_DIR, "repository" if top else "workspace")
+    return StateRoot(home_root(), "home")
+

@@ -1,0 +1,113 @@
+"""Command line: the language server (default) and headless runs of the same operations.
+
+The table below is the whole CLI: each subcommand's help, its arguments, and the function that runs it,
+named as "module:function" and imported only when that subcommand runs, so `--version`, `status` and
+`history` never pay for importing the model SDK or the LSP types they do not use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from nagent_lsp import __version__
+
+
+def _file(parser: argparse.ArgumentParser, json_help: str | None = None) -> None:
+    parser.add_argument("file", type=Path)
+    if json_help:
+        parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def _history_args(parser: argparse.ArgumentParser) -> None:
+    _file(parser)
+    parser.add_argument("--max-commits", type=int, default=None, help="look at this many recent commits")
+    parser.add_argument("--json", action="store_true", help="print the nagent.history result as JSON")
+
+
+def _coedit_args(parser: argparse.ArgumentParser) -> None:
+    _file(parser)
+    parser.add_argument("--limit", type=int, default=None, help="rows to show (default 20)")
+    parser.add_argument("--json", action="store_true", help="print the nagent.coedits result as JSON")
+
+
+def _split_args(parser: argparse.ArgumentParser) -> None:
+    _file(parser)
+    parser.add_argument("--target-bytes", type=int, default=None, help="segment size to aim for (default 32768)")
+    parser.add_argument("--natural", action="store_true", help="cut at every natural boundary")
+
+
+def _patch_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("index", type=Path, help="the split's index.json")
+    parser.add_argument("--force", action="store_true", help="patch even if the file changed since the split")
+    parser.add_argument("--dry-run", action="store_true", help="write the diff, change nothing")
+
+
+def _edit_args(parser: argparse.ArgumentParser) -> None:
+    _file(parser)
+    parser.add_argument("request", help="what to change")
+    parser.add_argument("--confirm", action="store_true", help="ask before writing the change")
+    parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
+
+
+def _status_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--folder", type=Path, default=Path.cwd(), help="workspace folder (default: current directory)")
+
+
+class Subcommand(NamedTuple):
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    runner: str  # "module:function", imported when the subcommand runs
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "coedits": Subcommand("print the files that historically change together with a file", _coedit_args,
+                          "nagent_lsp.headless.history:coedits"),
+    "edit": Subcommand("ask the model to change a file; prints the answer and the diff", _edit_args,
+                       "nagent_lsp.headless.edit:run_edit"),
+    "history": Subcommand("print a file's git history: authors, changes, co-edited files", _history_args,
+                          "nagent_lsp.headless.history:history"),
+    "patch": Subcommand("merge a split's segments back into its file (atomic write; prints the JSON result)",
+                        _patch_args, "nagent_lsp.headless.splitpatch:run_patch"),
+    "split": Subcommand("split a large file into segments at natural boundaries (prints the JSON result)",
+                        _split_args, "nagent_lsp.headless.splitpatch:run_split"),
+    "status": Subcommand("print version, state root, model and settings sources as JSON", _status_args,
+                         "nagent_lsp.headless.status:run"),
+    "summarize": Subcommand("summarise a file with the configured model (cached by content)", _file,
+                            "nagent_lsp.headless.splitpatch:run_summarize"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nagent-lsp", description="nagent language server and headless tools")
+    parser.add_argument("--version", action="version", version=f"nagent-lsp {__version__}")
+    parser.add_argument("--tcp", action="store_true", help="serve over TCP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="TCP host (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    parser.add_argument("--log-file", help="write logs to this file instead of stderr")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, command in SUBCOMMANDS.items():
+        command.arguments(sub.add_parser(name, help=command.help))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from nagent_lsp.core.logs import setup_logging
+
+    setup_logging(args.verbose, args.log_file)
+    if args.command:
+        module, function = SUBCOMMANDS[args.command].runner.split(":")
+        run: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)
+        return run(args)
+    from nagent_lsp.lsp.server import create_server
+
+    server = create_server()
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+    else:
+        server.start_io()
+    return 0

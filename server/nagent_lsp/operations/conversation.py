@@ -1,0 +1,135 @@
+"""The conversation commands (DESIGN §4): open, list, clear, save, load; and rename tracking.
+
+Each takes the raw command argument, the session and (where the editor is needed) a port, and returns the
+contract's result. Clear and load take the file's run lock, so they never cut into a running edit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nagent_lsp.core.identity import looks_like_uri, uri_to_path
+from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
+from nagent_lsp.config.args import parse_args
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.ports import EditorPort
+from nagent_lsp.operations.session import Session
+
+
+@dataclass(frozen=True)
+class UriArgs:
+    uri: str
+
+
+@dataclass(frozen=True)
+class NamedArgs:
+    uri: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ListArgs:
+    pass
+
+
+def target_path(uri: str) -> Path | None:
+    """The file behind a `file:` URI or a plain path; None for a buffer with no file (untitled:...)."""
+    if looks_like_uri(uri):
+        return uri_to_path(uri)
+    path = Path(os.path.expanduser(uri))
+    if not path.is_absolute():
+        raise InvalidArgument("uri", f"expected a URI or an absolute path, got {uri!r}")
+    return path
+
+
+def store_for(session: Session, target: Path | None, create: bool = True) -> ConversationStore:
+    """The one store of the state root that holds `target`'s conversation (shared, so run locks are too)."""
+    root = session.state_dir(target) if create else session.state_root(target).path
+    return session.conversation_store(root)
+
+
+def resolve(session: Session, uri: str) -> tuple[ConversationStore, ConversationRef]:
+    target = target_path(uri)
+    store = store_for(session, target)
+    try:
+        return store, store.resolve(uri if target is None else target)
+    except ConversationError as exc:
+        raise UserError(str(exc)) from exc
+
+
+async def open_conversation(session: Session, port: EditorPort, raw: Any) -> dict[str, Any]:
+    args = parse_args(UriArgs, raw)
+    _, ref = resolve(session, args.uri)
+    try:
+        # Create it empty if needed (never truncate): an editor can only show a file that exists.
+        os.close(os.open(ref.conversation_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        pass
+    shown = await port.show_document(ref.conversation_path)
+    return {"path": str(ref.conversation_path), "shown": bool(shown)}
+
+
+def list_conversations(session: Session, raw: Any) -> dict[str, Any]:
+    parse_args(ListArgs, raw)
+    stores: dict[str, ConversationStore] = {}
+    targets: list[Path | None] = list(session.workspace_folders) or [None]
+    for folder in targets:
+        store = store_for(session, folder, create=False)  # listing never creates a state root
+        stores.setdefault(str(store.state_root), store)
+    files = [
+        {"fileId": ref.file_id, "path": ref.path, "conversation": str(ref.conversation_path)}
+        for store in stores.values()
+        for ref in store.list()
+    ]
+    return {"files": sorted(files, key=lambda f: (f["path"], f["fileId"]))}
+
+
+async def clear_conversation(session: Session, raw: Any) -> dict[str, Any]:
+    args = parse_args(UriArgs, raw)
+    store, ref = resolve(session, args.uri)
+    async with store.lock_for(ref):
+        archived = store.archive(ref)
+    return {"archivedPath": str(archived) if archived else None}
+
+
+def save_conversation(session: Session, raw: Any) -> dict[str, Any]:
+    args = parse_args(NamedArgs, raw)
+    store, ref = resolve(session, args.uri)
+    try:
+        return {"path": str(store.save(ref, args.name))}
+    except ConversationError as exc:
+        raise UserError(str(exc)) from exc
+
+
+async def load_conversation(session: Session, raw: Any) -> dict[str, Any]:
+    args = parse_args(NamedArgs, raw)
+    store, ref = resolve(session, args.uri)
+    try:
+        store.saved_path(args.name)  # a bad name is the user's to fix before anything is archived
+    except ConversationError as exc:
+        raise InvalidArgument("name", str(exc)) from exc
+    async with store.lock_for(ref):
+        try:
+            return {"path": str(store.load(ref, args.name))}
+        except ConversationError as exc:
+            raise UserError(str(exc)) from exc
+
+
+def files_renamed(session: Session, renames: list[tuple[str, str]]) -> int:
+    """`workspace/didRenameFiles` (old URI, new URI) pairs; returns how many index entries changed.
+
+    Renames across state roots (into another repository) are not followed: the next resolve there starts
+    (or finds) that root's conversation."""
+    changed = 0
+    for old, new in renames:
+        new_path = target_path(new)
+        if new_path is None:
+            continue
+        store = store_for(session, new_path, create=False)
+        if not (store.directory / "file-index.json").exists():
+            continue  # no conversations there yet: nothing to keep right
+        changed += len(store.rename(old, new))
+    return changed

@@ -1,0 +1,242 @@
+"""`nagent.edit`: a request about one file becomes a minimal, applied change and a conversation on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.loop import RunFailed, run_loop
+from nagent_lsp.agent.run import EditSession
+from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
+from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
+from nagent_lsp.tags.transcript import INTERRUPTED, render_block, user_prompt_block
+from nagent_lsp.core.identity import uri_to_path
+from nagent_lsp.core.model import ModelCancelled
+from nagent_lsp.tags import protocol_rules
+from nagent_lsp.store.patches import write_patch
+from nagent_lsp.text.edits import unified_diff
+from nagent_lsp.config.args import parse_args
+from nagent_lsp.operations.buffers import read_source
+from nagent_lsp.operations.conversation import store_for
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.llm.models import ModelFactory, require_model
+from nagent_lsp.core.ports import EditorPort, FileChange, Progress
+from nagent_lsp.operations.session import Session
+
+log = logging.getLogger("nagent_lsp")
+
+CONTEXT_TIMEOUT = 10.0  # a history or summary block that takes longer is left out, never blocks the edit
+
+
+@dataclass(frozen=True)
+class EditArgs:
+    uri: str
+    request: str
+    range: dict | None = None
+    preview: bool | None = None
+
+
+def target_path(session: Session, uri: str) -> Path:
+    path = uri_to_path(uri)
+    if path is None:
+        raise UserError(f"nagent.edit works on saved files; save {uri} first (its conversation is kept under its URI until then)")
+    path = path.resolve()
+    if not path.is_file():
+        raise UserError(f"file not found: {path}")
+    folders = [f.resolve() for f in session.workspace_folders]
+    if folders and not any(path == f or f in path.parents for f in folders):
+        raise UserError(f"{path} is outside the workspace folders ({', '.join(map(str, folders))})")
+    return path
+
+
+def read_text(port: EditorPort, path: Path) -> tuple[str, int | None]:
+    buffer = read_source(port, path)
+    return buffer.text, buffer.version
+
+
+def selection_of(text: str, rng: dict | None) -> Selection | None:
+    if not rng:
+        return None
+    try:
+        start, end = rng["start"], rng["end"]
+        sl, sc, el, ec = int(start["line"]), int(start["character"]), int(end["line"]), int(end["character"])
+    except (KeyError, TypeError, ValueError):
+        raise InvalidArgument("range", "expected {start: {line, character}, end: {line, character}}") from None
+    if (el, ec) < (sl, sc) or sl < 0:
+        raise InvalidArgument("range", "end must not come before start")
+    lines = text.splitlines(keepends=True)
+    # Character offsets are taken per line in code points: close enough for showing the model what was selected.
+    chosen = "".join(lines[sl : el + 1])
+    if sl == el:
+        chosen = chosen[sc:ec]
+    elif chosen:
+        chosen = chosen[sc:]
+        cut = len(lines[el]) - ec if el < len(lines) else 0
+        chosen = chosen[: len(chosen) - cut] if cut > 0 else chosen
+    return Selection(chosen, sl, sc, el, ec)
+
+
+async def edit(
+    session: Session,
+    port: EditorPort,
+    raw: Any,
+    model_factory: ModelFactory | None = None,
+    finish: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
+    args = parse_args(EditArgs, raw)
+    if not args.request.strip():
+        raise InvalidArgument("request", "must not be blank")
+    selection_of("", args.range)  # a malformed range is refused before anything starts
+    model = require_model(session, model_factory)
+    path = target_path(session, args.uri)
+    store = store_for(session, path)  # one store per state root for the server's life: its locks serialise runs
+    state_root = store.state_root
+    ref = store.resolve(path)
+    async with store.lock_for(ref):
+        progress = await port.begin_progress(f"nagent: {path.name}")
+        try:
+            return await _run(session, port, args, model, path, state_root, ref, finish, progress)
+        finally:
+            port.end_progress(progress)  # a no-op when the run already ended it with its outcome
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _run(
+    session: Session,
+    port: EditorPort,
+    args: EditArgs,
+    model: Any,
+    path: Path,
+    state_root: Path,
+    ref: Any,
+    finish: Callable[[str], str] | None,
+    progress: Progress,
+) -> dict[str, Any]:
+    settings = session.settings
+    base_text, base_version = read_text(port, path)
+    folders = [f.resolve() for f in session.workspace_folders] or [state_root.parent]
+    secrets = tuple(filter(None, [settings.api_key(session.environ)]))
+    convo = ConversationFile.open(ref.conversation_path, port, secrets)
+
+    def context_for(conversation: str, invocation: str, with_target: bool = True) -> str:
+        facts = InstanceFacts.gather(
+            target_path=str(path),
+            file_id=ref.file_id,
+            conversation=conversation,
+            workspace_root=str(folders[0]),
+            state_root=str(state_root),
+            invocation=invocation,
+            parent_conversation=ref.conversation if invocation == "delegated" else None,
+        )
+        small = len(base_text.encode("utf-8")) <= INLINE_LIMIT
+        return build_initial_context(
+            protocol_rules(),
+            root_context(default_layer_dirs(state_root)),
+            facts,
+            file_history=extras.get("history", ""),
+            file_summary=extras.get("summary", ""),
+            selection=selection_of(base_text, args.range) if with_target else None,
+            target_text=base_text if (small and with_target) else None,
+            target_version=base_version,
+        )
+
+    extras = await _context_extras(session, path, base_text)
+    convo.set_context(context_for(ref.conversation, "user"), save=False)
+    convo.append(user_prompt_block(args.request))  # one write for both
+    run = EditSession(
+        port=port,
+        settings=settings,
+        state_root=state_root,
+        folders=folders,
+        target=path,
+        file_id=ref.file_id,
+        staged=base_text,
+        complete=model.complete,
+        cancel=progress.cancel,
+        progress=progress,
+        conversations_dir=ref.conversation_path.parent,
+        child_context=lambda name, invocation: context_for(name, invocation, with_target=False),
+        secrets=secrets,
+    )
+    result: dict[str, Any] = {
+        "applied": False,
+        "response": "",
+        "edits": 0,
+        "conversation": {"path": str(ref.conversation_path), "fileId": ref.file_id},
+        "tokens": run.tokens.as_result(),
+    }
+    try:
+        outcome = await run_loop(run, convo)
+    except (ModelCancelled, asyncio.CancelledError) as exc:
+        convo.append(INTERRUPTED)
+        port.end_progress(progress, "cancelled")
+        if isinstance(exc, asyncio.CancelledError) and not isinstance(exc, ModelCancelled):
+            raise
+        return {**result, "tokens": run.tokens.as_result(), "reason": "cancelled"}
+    except RunFailed as exc:
+        port.end_progress(progress, "failed")
+        raise UserError(str(exc)) from None
+    result["response"] = "\n\n".join(outcome.responses)
+    result["tokens"] = run.tokens.as_result()
+    if outcome.stopped_by_limit:
+        result["reason"] = f"stopped after maxSteps={settings.maxSteps} turns"
+    if finish is not None:
+        run.staged = finish(run.staged)
+    if run.staged == base_text:
+        result.setdefault("reason", "no change")
+        port.end_progress(progress, "no change")
+        return result
+    port.report_progress(progress, "applying the change")
+    change = FileChange(
+        path=path,
+        uri=args.uri,
+        base_text=base_text,
+        new_text=run.staged,
+        base_version=base_version,
+        label=f"nagent: {args.request.strip().splitlines()[0][:60]}",
+        needs_confirmation=bool(args.preview if args.preview is not None else settings.confirmEdits),
+    )
+    applied = await port.apply_change(change)
+    result["edits"] = applied.edits
+    if applied.applied:
+        final = applied.final_text if applied.final_text is not None else run.staged
+        patch_path = write_patch(state_root / "patches", path, unified_diff(base_text, final, _shown_path(state_root, path)))
+        result.update(applied=True, patchPath=str(patch_path) if patch_path else None)
+        convo.append(render_block("nagent-edit-result", None, {"applied": "true", "edits": applied.edits, "patch": patch_path}))
+    else:
+        result["reason"] = applied.reason or "not applied"
+        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
+    port.end_progress(progress, "applied" if applied.applied else result["reason"])
+    return result
+
+
+def _shown_path(state_root: Path, path: Path) -> str:
+    """The path a diff names: relative to the workspace the state root belongs to, when it is inside it."""
+    try:
+        return str(path.relative_to(state_root.parent))
+    except ValueError:
+        return str(path)
+
+
+async def _context_extras(session: Session, path: Path, text: str) -> dict[str, str]:
+    """The {file-history} block (git, in a thread, bounded in time) and the cached {file-summary} of `text`."""
+    from nagent_lsp.operations.history import file_history_block
+    from nagent_lsp.operations.summarize import file_summary_block
+
+    extras: dict[str, str] = {}
+    try:
+        extras["history"] = await asyncio.wait_for(asyncio.to_thread(file_history_block, session, path), CONTEXT_TIMEOUT)
+    except Exception as exc:  # context is a help, not a precondition
+        log.info("no history context for %s: %s", path, exc)
+    try:
+        extras["summary"] = file_summary_block(session, path, text)
+    except OSError as exc:
+        log.info("no summary context for %s: %s", path, exc)
+    return extras

@@ -1,0 +1,218 @@
+"""`nagent.history`, `nagent.coedits`, the history hover and the {file-history} block, from the session's
+history services (nagent_lsp.history.service).
+
+Public entry points (others call these):
+    service_for(session, path) -> (HistoryService, rel) | None
+    history_result(session, path, max_commits=None) -> dict           # nagent.history
+    coedits_result(session, path, limit=None) -> dict                 # nagent.coedits
+    hover_markdown(session, path, line) -> str | None                 # textDocument/hover, line is 1-based
+    file_history_block(session, path, wait_summaries=0.0) -> str      # {file-history} for the edit loop
+    history_text(session, path, ...) / coedits_text(session, path, ...) -> str   # the CLI's output
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from nagent_lsp.config.state_root import git_toplevel
+from nagent_lsp.history.coedits import TOP, CoeditTable
+from nagent_lsp.history import render
+from nagent_lsp.history.index import CommitRef
+from nagent_lsp.history.render import HistoryView
+from nagent_lsp.history.commit_summaries import make_model_summarizer
+from nagent_lsp.history.service import (
+    BLAME_WAIT,
+    HOVER_STALE_WAIT,
+    HistoryService,
+    Summarizer,
+)
+from nagent_lsp.config.settings import HistorySettings, Settings
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.llm.models import optional_model
+
+# -- session-level entry points -------------------------------------------------------------------------------------
+
+def _settings(session: Any) -> Settings:
+    return getattr(session, "settings", None) or Settings()
+
+
+def _summarizer_for(session: Any, stopping: threading.Event | None = None) -> Summarizer | None:
+    if not _settings(session).history.summarize:
+        return None
+    model = optional_model(session)
+    if model is None:
+        return None
+    return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))
+
+
+def _relative(root: Path, path: Path) -> str | None:
+    try:
+        rel = Path(os.path.realpath(path)).relative_to(root)
+    except ValueError:
+        return None
+    if not rel.parts or rel.parts[0] == ".git":
+        return None
+    return rel.as_posix()
+
+
+def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[HistoryService, str] | None:
+    """The repository's service and the file's path in it; None outside git. `background=False` (CLI): load the
+    persisted index if there is one, never start a full build."""
+    path = Path(os.path.abspath(path))
+    top = git_toplevel(str(path if path.is_dir() else path.parent))
+    if top is None:
+        return None
+    root = Path(os.path.realpath(top))
+    rel = _relative(root, path)
+    if rel is None:
+        return None
+    service = session.history_service(root, session.state_dir(path, "cache"))
+    settings = _settings(session)
+    marker = (settings, getattr(session, "environ", None))
+    previous = service._summarizer_marker
+    # Settings objects are replaced on every reload; compare the objects themselves (an id can be reused).
+    if previous is None or previous[0] is not marker[0] or previous[1] is not marker[1]:
+        service.set_summarizer(_summarizer_for(session, service.stopping))
+        service._summarizer_marker = marker
+    if background:
+        service.start(build=True)
+    elif not service._started:
+        service.load_now()
+    return service, rel
+
+
+def _require(session: Any, path: Path, background: bool = True) -> tuple[HistoryService, str]:
+    found = service_for(session, path, background=background)
+    if found is None:
+        raise UserError(f"{path} is not inside a git repository, so it has no history.")
+    return found
+
+
+def _commit_dict(view: HistoryView, c: CommitRef) -> dict[str, Any]:
+    out = {
+        "hash": c.hash, "short": c.hash[:7], "date": render.iso(c.time),
+        "author": c.author, "email": c.email, "subject": c.subject,
+    }
+    summary = view.summary(c)
+    if summary:
+        out["summary"] = summary
+    return out
+
+
+def history_result(session: Any, path: Path, max_commits: int | None = None, *, background: bool = True) -> dict:
+    """The `nagent.history` result."""
+    if max_commits is not None and max_commits < 1:
+        raise InvalidArgument("maxCommits", "must be at least 1")
+    service, rel = _require(session, path, background)
+    hs = _settings(session).history
+    if max_commits is not None:
+        hs = HistorySettings(max_commits, hs.maxChangesetFiles, hs.summarize)
+    entry = service.entry(rel, hs, sync=True)
+    if entry is None:
+        entry_view = HistoryView(rel, str(service.root), (), 0, True, CoeditTable(0, ()))
+        return {"file": rel, "repository": str(service.root), "commits": [], "authors": [], "coedits": [],
+                "markdown": render.history_markdown(entry_view)}
+    if background:  # a one-shot CLI process would exit before a background summary could land
+        service.request_summaries(entry, hs)
+    view = entry.view
+    return {
+        "file": rel,
+        "repository": str(service.root),
+        "commits": [_commit_dict(view, c) for c in view.commits],
+        "authors": [{"name": a.name, "email": a.email, "commits": a.commits} for a in view.authors],
+        "coedits": [r.as_dict() for r in view.coedits.rows],
+        "markdown": render.history_markdown(view),
+    }
+
+
+def coedits_result(session: Any, path: Path, limit: int | None = None, *, background: bool = True) -> dict:
+    """The `nagent.coedits` result."""
+    if limit is not None and limit < 1:
+        raise InvalidArgument("limit", "must be at least 1")
+    service, rel = _require(session, path, background)
+    hs = _settings(session).history
+    entry = service.entry(rel, hs, sync=True)
+    if entry is None:
+        return {"file": rel, "commits": 0, "rows": []}
+    table = entry.view.coedits
+    rows = table.rows[: limit if limit is not None else TOP]
+    return {"file": rel, "commits": table.commits, "rows": [r.as_dict() for r in rows]}
+
+
+def hover_markdown(
+    session: Any, path: Path, line: int | None = None, *, wait: float = HOVER_STALE_WAIT, blame_wait: float = BLAME_WAIT
+) -> str | None:
+    """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
+    reads memory only; it never waits for the model, and for git only briefly after HEAD moved."""
+    found = service_for(session, path)
+    if found is None:
+        return None
+    service, rel = found
+    hs = _settings(session).history
+    entry = service.entry(rel, hs, sync=False, wait=wait)
+    if entry is None or not entry.view.commits:
+        return None
+    service.request_summaries(entry, hs)
+    commit, state = (None, "")
+    if line is not None:
+        commit, state = service.line_commit(rel, line, entry, blame_wait)
+    return render.hover_card(entry.view, entry.all_authors, line, commit, state)
+
+
+def file_history_block(session: Session, path: Path, wait_summaries: float = 0.0) -> str:
+    """The `{file-history}` block for the edit loop; "" outside git or without commits. Missing summaries are
+    requested in the background; `wait_summaries` > 0 lets the caller give them that long to arrive."""
+    found = service_for(session, path)
+    if found is None:
+        return ""
+    service, rel = found
+    hs = _settings(session).history
+    entry = service.entry(rel, hs, sync=True)
+    if entry is None:
+        return ""
+    if service.request_summaries(entry, hs) is not None and wait_summaries > 0:
+        service.wait_summaries(wait_summaries)
+    return render.file_history_block(entry.view)
+
+
+# -- plain text for the CLI ------------------------------------------------------------------------------------------
+
+def render_history_text(result: dict) -> str:
+    lines = [f"{result['file']}  ({result['repository']})", ""]
+    if not result["commits"]:
+        return "\n".join(lines + ["No commits."])
+    lines.append("Authors:")
+    width = max(len(str(a["commits"])) for a in result["authors"])
+    lines += [f"  {a['commits']:>{width}}  {a['name']} <{a['email']}>" for a in result["authors"]]
+    lines += ["", "Commits (newest first):"]
+    for c in result["commits"]:
+        lines.append(f"  {c['date'][:10]}  {c['short']}  {c['author']}: {c.get('summary') or c['subject']}")
+    lines += ["", render_coedits_text({"file": result["file"], "commits": None, "rows": result["coedits"]}).rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def render_coedits_text(result: dict) -> str:
+    head = "Files changed in the same commits"
+    if result.get("commits") is not None:
+        head += f" (over {result['commits']} commits)"
+    rows = result["rows"]
+    if not rows:
+        return f"{head}: none found.\n"
+    width = max(len(r["path"]) for r in rows)
+    lines = [head + ":"]
+    for r in rows:
+        lines.append(f"  {r['path']:<{width}}  {r['count']:>4}  {round(r['rate'] * 100):>3}%  {r['level']}")
+    return "\n".join(lines) + "\n"
+
+
+def history_text(session: Any, path: Path, max_commits: int | None = None) -> str:
+    """`nagent-lsp history FILE`: no background build (a one-shot process), persisted index when present."""
+    return render_history_text(history_result(session, path, max_commits, background=False))
+
+
+def coedits_text(session: Any, path: Path, limit: int | None = None) -> str:
+    """`nagent-lsp coedits FILE`."""
+    return render_coedits_text(coedits_result(session, path, limit, background=False))

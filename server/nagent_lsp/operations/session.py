@@ -1,0 +1,72 @@
+"""Server-wide state the operations share: resolved settings, workspace folders, and the long-lived stores and
+history services (one per state root / repository, so their locks and caches are shared by every request).
+
+Plain Python: the LSP layer and the CLI both build one and feed it settings sources.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, TypeVar
+
+from nagent_lsp.config.settings import SettingError, Settings, load_settings
+from nagent_lsp.config.state_root import StateRoot, resolve_state_root
+from nagent_lsp.history.service import HistoryService
+from nagent_lsp.store.conversations import ConversationStore
+from nagent_lsp.store.root import ensure_root
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass
+class Session:
+    workspace_folders: list[Path] = field(default_factory=list)
+    init_options: Mapping[str, object] | None = None
+    workspace_config: Mapping[str, object] | None = None
+    environ: Mapping[str, str] | None = None
+    settings: Settings = field(default_factory=Settings)
+    config_sources: tuple[str, ...] = ("defaults",)
+    conversation_stores: dict[str, ConversationStore] = field(default_factory=dict)
+    history_services: dict[tuple[str, str], HistoryService] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reload(self) -> tuple[SettingError, ...]:
+        """Re-read every settings source; returns the problems found (the caller reports new ones)."""
+        repo_root = resolve_state_root(None, self.workspace_folders, None) if self.workspace_folders else None
+        resolved = load_settings(
+            repo_config=(repo_root.path / "config.json") if repo_root and repo_root.kind != "home" else None,
+            init_options=self.init_options,
+            workspace_config=self.workspace_config,
+            environ=self.environ,
+        )
+        self.settings = resolved.settings
+        self.config_sources = resolved.sources
+        return resolved.problems
+
+    def state_root(self, target: Path | None = None) -> StateRoot:
+        return resolve_state_root(target, self.workspace_folders, self.settings.stateRoot)
+
+    def state_dir(self, target: Path | None = None, *parts: str) -> Path:
+        """The state root for `target` (created on first use), or a folder inside it."""
+        return ensure_root(self.state_root(target).path).joinpath(*parts)
+
+    def api_key(self) -> str | None:
+        return self.settings.api_key(self.environ)
+
+    def conversation_store(self, root: Path) -> ConversationStore:
+        """The one store of a state root (shared, so its run locks serialise every command on a file)."""
+        return self._shared(self.conversation_stores, str(root), lambda: ConversationStore(root))
+
+    def history_service(self, root: Path, cache_dir: Path) -> HistoryService:
+        """One history service (index, caches, background worker) per (repository, cache folder)."""
+        return self._shared(self.history_services, (str(root), str(cache_dir)), lambda: HistoryService(root, cache_dir))
+
+    def _shared(self, registry: dict[K, V], key: K, factory: Callable[[], V]) -> V:
+        with self._lock:
+            existing = registry.get(key)
+            if existing is None:
+                existing = registry[key] = factory()
+            return existing

@@ -1,1 +1,0 @@
-"""Long-lived services behind the workflows (one per repository or state root), built on the adapters."""

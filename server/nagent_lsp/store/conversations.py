@@ -1,0 +1,363 @@
+"""The file index and the per-file conversation store (DESIGN §2).
+
+`conversations/file-index.json` keeps nagent's schema, so both tools can share conversations:
+
+    {"by_file_id": {"<dev>:<ino>": {"file_id": "<dev>:<ino>", "path": "/abs/path", "conversation": "<name>"}}}
+
+Resolution: the entry under the file's current id (a rename: same inode, new path → path updated), else an
+entry whose path is this path (save-by-replace: new inode, same path → re-keyed), else a new
+`{slug(stem)}-{uuid4}` conversation. Buffers with no file yet are keyed `"uri:<uri>"` until saved.
+
+Every change re-reads the index under a lock (a thread lock per index path plus an flock on a sidecar file
+for other processes) and writes it atomically, so concurrent resolves never lose entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
+from nagent_lsp.core.identity import (
+    file_id_for,
+    is_uri_key,
+    looks_like_uri,
+    new_conversation_name,
+    normalise,
+    uri_key,
+    uri_stem,
+    uri_to_path,
+)
+
+try:  # POSIX: serialise with other processes (a second server, the CLI) sharing the state root.
+    import fcntl
+except ImportError:  # pragma: no cover - not a supported platform, threads are still serialised
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("nagent_lsp")
+
+T = TypeVar("T")
+INDEX_NAME = "file-index.json"
+SAVED_DIR = "saved"
+
+Entries = dict[str, dict[str, str]]
+
+
+class ConversationError(ValueError):
+    """A request the store cannot satisfy (not a file, bad save name, nothing saved under that name)."""
+
+
+@dataclass(frozen=True)
+class ConversationRef:
+    file_id: str  # "<dev>:<ino>", or "uri:<uri>" for a buffer with no file yet
+    path: str  # absolute path of the file, or the URI of an untitled buffer
+    conversation_path: Path
+
+    @property
+    def conversation(self) -> str:
+        return self.conversation_path.name
+
+    @property
+    def untitled(self) -> bool:
+        return is_uri_key(self.file_id)
+
+
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+def _thread_lock(key: str) -> threading.Lock:
+    with _thread_locks_guard:
+        lock = _thread_locks.get(key)
+        if lock is None:
+            lock = _thread_locks[key] = threading.Lock()
+        return lock
+
+
+class FileIndex:
+    """`file-index.json`: read freely, modify only through `modify` (locked read-modify-write)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock_path = self.path.with_name(f".{self.path.name}.lock")
+
+    def read(self) -> Entries:
+        return self._load(repair=False)[1]
+
+    def modify(self, change: Callable[[Entries], T]) -> T:
+        """Run `change` on freshly read entries under the lock; write back only if something changed."""
+        with self._locked():
+            document, entries = self._load(repair=True)
+            before = json.dumps(entries, sort_keys=True)
+            result = change(entries)
+            if json.dumps(entries, sort_keys=True) != before or "by_file_id" not in document:
+                document["by_file_id"] = entries
+                atomic_write_text(self.path, json.dumps(document, indent=2) + "\n")
+            return result
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with _thread_lock(str(self.path)):
+            if fcntl is None:
+                yield
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the flock
+
+    def _load(self, repair: bool) -> tuple[dict[str, Any], Entries]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}, {}
+        try:
+            document = json.loads(raw)
+            if not isinstance(document, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            # Keep the damaged file for the user instead of overwriting it; start a fresh index.
+            if repair:
+                backup = self.path.with_name(f"{self.path.name}.corrupt-{uuid.uuid4()}")
+                os.replace(self.path, backup)
+                log.warning("file index %s is not valid JSON (%s); moved to %s", self.path, exc, backup)
+            return {}, {}
+        if "by_file_id" not in document:
+            return {}, _from_legacy(document)
+        return document, _clean(document.get("by_file_id"))
+
+
+def _clean(raw: Any) -> Entries:
+    entries: Entries = {}
+    if not isinstance(raw, dict):
+        return entries
+    for key, entry in raw.items():
+        if not isinstance(entry, dict):
+            continue
+        path, conversation = entry.get("path"), entry.get("conversation")
+        if isinstance(path, str) and isinstance(conversation, str) and conversation:
+            file_id = str(entry.get("file_id") or key)
+            entries[str(key)] = {"file_id": file_id, "path": path, "conversation": conversation}
+    return entries
+
+
+def _from_legacy(document: dict[str, Any]) -> Entries:
+    # nagent's oldest index was {path: conversation}; key what still exists by file id.
+    entries: Entries = {}
+    for path, conversation in document.items():
+        if not isinstance(conversation, str) or not conversation:
+            continue
+        try:
+            key = file_id_for(path)
+        except OSError:
+            key = f"path:{path}"
+        entries[key] = {"file_id": key, "path": path, "conversation": conversation}
+    return entries
+
+
+def _local_path(value: Path | str) -> Path | None:
+    """A path from a path or a `file:` URI; None for a URI with no file behind it (untitled:...)."""
+    if isinstance(value, str) and looks_like_uri(value):
+        return uri_to_path(value)
+    return Path(value)
+
+
+def _take_path_entry(entries: Entries, path: str) -> str | None:
+    """The key of the entry most recently placed at `path` (entries are moved to the end when updated)."""
+    found = None
+    for key, entry in entries.items():
+        if entry["path"] == path:
+            found = key
+    return found
+
+
+def _put(entries: Entries, key: str, path: str, conversation: str) -> dict[str, str]:
+    # Re-inserting moves the entry last: the latest claim on a path wins a later by-path lookup.
+    entries.pop(key, None)
+    entries[key] = {"file_id": key, "path": path, "conversation": conversation}
+    return entries[key]
+
+
+class ConversationStore:
+    """Per-file conversations under `<state root>/conversations/`."""
+
+    def __init__(self, state_root: Path):
+        self.state_root = Path(state_root)
+        self.directory = self.state_root / "conversations"
+        self.index = FileIndex(self.directory / INDEX_NAME)
+        self._async_locks: dict[str, asyncio.Lock] = {}
+        self._async_guard = threading.Lock()
+
+    # --- resolution ---------------------------------------------------------------------------
+
+    def resolve(self, path_or_uri: Path | str) -> ConversationRef:
+        """The conversation of a file (by path or `file:` URI) or of an unsaved buffer (any other URI)."""
+        key, path, file_backed = self._identify(path_or_uri)
+
+        def change(entries: Entries) -> dict[str, str]:
+            entry = entries.get(key)
+            if entry is not None:
+                if entry["path"] != path:  # renamed: same inode, new path
+                    entry = _put(entries, key, path, entry["conversation"])
+                return entry
+            previous = _take_path_entry(entries, path)
+            if previous is not None and file_backed:
+                # Save-by-replace (same path, new inode), or the first save of a buffer keyed by its URI.
+                conversation = entries.pop(previous)["conversation"]
+                return _put(entries, key, path, conversation)
+            if previous is not None:
+                return entries[previous]  # the file is gone for now (deleted, mid-replace): keep its entry
+            stem = Path(path).stem if file_backed or not looks_like_uri(path) else uri_stem(path)
+            return _put(entries, key, path, new_conversation_name(stem))
+
+        return self._ref(self.index.modify(change))
+
+    def list(self) -> list[ConversationRef]:
+        refs = [self._ref(entry) for entry in self.index.read().values()]
+        return sorted(refs, key=lambda ref: (ref.path, ref.file_id))
+
+    def rename(self, old: Path | str, new: Path | str) -> list[ConversationRef]:
+        """`workspace/didRenameFiles`: paths (or a folder) moved from `old` to `new`; also adopts an
+        untitled buffer saved as `new`. Returns the entries that changed."""
+        new_local = _local_path(new)
+        if new_local is None:
+            raise ConversationError(f"cannot rename to a non-file URI: {new}")
+        new_path = normalise(new_local)
+        old_local = _local_path(old)
+        old_is_uri = old_local is None
+        old_path = "" if old_local is None else str(normalise(old_local))
+
+        def change(entries: Entries) -> list[dict[str, str]]:
+            moved: list[tuple[str, str]] = []  # (key, new path)
+            for key, entry in list(entries.items()):
+                if old_is_uri:
+                    if key == uri_key(str(old)):
+                        moved.append((key, str(new_path)))
+                elif entry["path"] == old_path:
+                    moved.append((key, str(new_path)))
+                elif entry["path"].startswith(old_path.rstrip("/") + "/"):  # a folder was renamed
+                    moved.append((key, str(new_path) + entry["path"][len(old_path.rstrip("/")) :]))
+            changed = []
+            for key, path in moved:
+                conversation = entries[key]["conversation"]
+                try:
+                    new_key = file_id_for(path) if Path(path).is_file() else key
+                except OSError:
+                    new_key = key
+                if new_key != key and new_key in entries and self._has_content(entries[new_key]["conversation"]):
+                    # The new file already has a conversation with content: keep it, only fix this path.
+                    new_key = key
+                entries.pop(key)
+                changed.append(_put(entries, new_key, path, conversation))
+            return changed
+
+        return [self._ref(entry) for entry in self.index.modify(change)]
+
+    # --- conversation files -------------------------------------------------------------------
+
+    def archive(self, ref: ConversationRef) -> Path | None:
+        """Clear: move the conversation aside as `{name}-{uuid4}` and start an empty one.
+
+        Returns the archive, or None when there was nothing to archive yet."""
+        current = ref.conversation_path
+        archived: Path | None = None
+        if current.exists():
+            archived = current.with_name(f"{current.name}-{uuid.uuid4()}")
+            os.rename(current, archived)
+        # An empty file (not a missing one) keeps an editor that shows the conversation on a real file.
+        atomic_write_text(current, "")
+        return archived
+
+    def save(self, ref: ConversationRef, name: str) -> Path:
+        """Copy the conversation to `saved/<name>` (replacing an older save of that name)."""
+        target = self.saved_path(name)
+        try:
+            data = ref.conversation_path.read_bytes()
+        except FileNotFoundError:
+            raise ConversationError(f"no conversation yet for {ref.path}; nothing to save") from None
+        atomic_write_bytes(target, data)
+        return target
+
+    def load(self, ref: ConversationRef, name: str) -> Path:
+        """Replace the conversation with `saved/<name>`; the current one is archived first. Returns the
+        conversation path."""
+        source = self.saved_path(name)
+        try:
+            data = source.read_bytes()
+        except FileNotFoundError:
+            names = ", ".join(self.saved_names()) or "none"
+            raise ConversationError(f"no saved conversation named '{name}' (saved: {names})") from None
+        if ref.conversation_path.exists():
+            os.rename(ref.conversation_path, ref.conversation_path.with_name(f"{ref.conversation}-{uuid.uuid4()}"))
+        atomic_write_bytes(ref.conversation_path, data)
+        return ref.conversation_path
+
+    def saved_path(self, name: str) -> Path:
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
+            raise ConversationError(
+                f"invalid conversation name '{name}': use a plain file name (no '/', no leading '.')"
+            )
+        return self.directory / SAVED_DIR / name
+
+    def saved_names(self) -> list[str]:
+        folder = self.directory / SAVED_DIR
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+    # --- serialising runs on one file ---------------------------------------------------------
+
+    def lock_for(self, ref_or_file_id: ConversationRef | str) -> asyncio.Lock:
+        """One asyncio lock per conversation: runs, clears and loads on one file take turns.
+
+        Keyed by conversation (not file id), so a save-by-replace that re-keys the file mid-run still
+        maps to the same lock. Share one store per state root so every caller sees the same locks."""
+        if isinstance(ref_or_file_id, ConversationRef):
+            key = ref_or_file_id.conversation
+        else:
+            entry = self.index.read().get(ref_or_file_id)
+            key = entry["conversation"] if entry else f"id:{ref_or_file_id}"
+        with self._async_guard:
+            lock = self._async_locks.get(key)
+            if lock is None:
+                lock = self._async_locks[key] = asyncio.Lock()
+            return lock
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _identify(self, path_or_uri: Path | str) -> tuple[str, str, bool]:
+        """(index key, stored path, backed by a file on disk)."""
+        if isinstance(path_or_uri, str) and looks_like_uri(path_or_uri):
+            local = uri_to_path(path_or_uri)
+            if local is None:
+                return uri_key(path_or_uri), path_or_uri, False
+            path_or_uri = local
+        path = normalise(path_or_uri)
+        if path.is_file():
+            return file_id_for(path), str(path), True
+        if path.exists():
+            raise ConversationError(f"not a file: {path}")
+        # Not on disk yet (a new file not saved): keyed by URI until it is.
+        return uri_key(path.as_uri()), str(path), False
+
+    def _ref(self, entry: dict[str, str]) -> ConversationRef:
+        # Only a plain name is trusted from the index: a hand-edited entry cannot point elsewhere.
+        name = Path(entry["conversation"]).name
+        return ConversationRef(entry["file_id"], entry["path"], self.directory / name)
+
+    def _has_content(self, conversation: str) -> bool:
+        try:
+            return (self.directory / Path(conversation).name).stat().st_size > 0
+        except OSError:
+            return False

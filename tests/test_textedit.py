@@ -12,11 +12,11 @@ import nagent_lsp.text.edits as textedit_module
 from nagent_lsp.text.edits import (
     TextEditSpec,
     apply_edits,
-    merge3,
     minimal_edits,
     split_lines,
     unified_diff,
 )
+from nagent_lsp.text.merge import merge3
 
 ENCODINGS = ["utf-16", "utf-8", "utf-32"]
 

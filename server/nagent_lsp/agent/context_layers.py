@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
 
 YAML_NAME = "context.yaml"
 MARKDOWN_NAME = "context.md"
@@ -26,6 +25,8 @@ class Layer:
 
 def yaml_paths(text: str) -> list[str]:
     """The entries of a context.yaml: a top-level list, or the list under `paths`; anything else → none."""
+    import yaml  # only workspaces with a context.yaml pay for importing it
+
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError:

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import git as gitpython
 
 # Pin every formatting knob a user's config could change, so the parsers see one format.
 _CONFIG = (
@@ -35,6 +34,10 @@ class GitRepository:
     """A work tree; `root` is its toplevel. Cheap to create (no process)."""
 
     def __init__(self, root: Path | str):
+        # Imported here, not at module level: GitPython costs ~85 ms to import, which server start-up and the
+        # commands that never run git (status, split, edit without history) should not pay.
+        import git as gitpython
+
         self.root = Path(root)
         self._git = gitpython.Git(str(self.root))
 
@@ -110,11 +113,3 @@ class GitRepository:
         args = ["show", "-M", "--no-color", "--no-ext-diff", "--stat", "--patch", "--format=%x01%H", *hashes,
                 "--", *paths]
         return self.stream(args)
-
-    def rev_parse(self, rev: str = "HEAD") -> str | None:
-        try:
-            return self.run(["rev-parse", "--verify", "-q", rev]).decode().strip() or None
-        except GitError:
-            return None
-
-

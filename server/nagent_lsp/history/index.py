@@ -218,9 +218,6 @@ class RepoIndex:
         return len(self.hashes) - before
 
     # -- queries -------------------------------------------------------------------------------------------------
-    def has_path(self, path: str) -> bool:
-        return path in self.path_ids
-
     def ref(self, cid: int, path: str) -> CommitRef:
         name, email = self.people[self.author[cid]]
         return CommitRef(cid, self.hashes[cid], name, email, self.time[cid], self.subject[cid], path)

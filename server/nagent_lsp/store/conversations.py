@@ -8,8 +8,8 @@ Resolution: the entry under the file's current id (a rename: same inode, new pat
 entry whose path is this path (save-by-replace: new inode, same path → re-keyed), else a new
 `{slug(stem)}-{uuid4}` conversation. Buffers with no file yet are keyed `"uri:<uri>"` until saved.
 
-Every change re-reads the index under a lock (a thread lock per index path plus an flock on a sidecar file
-for other processes) and writes it atomically, so concurrent resolves never lose entries.
+Every change re-reads the index under a lock (filelock on a sidecar file: other threads and other processes
+wait) and writes it atomically, so concurrent resolves never lose entries.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
+from filelock import FileLock
+
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
 from nagent_lsp.core.identity import (
     file_id_for,
@@ -36,11 +38,6 @@ from nagent_lsp.core.identity import (
     uri_stem,
     uri_to_path,
 )
-
-try:  # POSIX: serialise with other processes (a second server, the CLI) sharing the state root.
-    import fcntl
-except ImportError:  # pragma: no cover - not a supported platform, threads are still serialised
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("nagent_lsp")
 
@@ -70,24 +67,14 @@ class ConversationRef:
         return is_uri_key(self.file_id)
 
 
-_thread_locks: dict[str, threading.Lock] = {}
-_thread_locks_guard = threading.Lock()
-
-
-def _thread_lock(key: str) -> threading.Lock:
-    with _thread_locks_guard:
-        lock = _thread_locks.get(key)
-        if lock is None:
-            lock = _thread_locks[key] = threading.Lock()
-        return lock
-
-
 class FileIndex:
     """`file-index.json`: read freely, modify only through `modify` (locked read-modify-write)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._lock_path = self.path.with_name(f".{self.path.name}.lock")
+        # One lock file per index, shared by threads (filelock's per-thread state) and by other processes
+        # (a second server, the CLI) working on the same state root.
+        self._lock = FileLock(self.path.with_name(f".{self.path.name}.lock"))
 
     def read(self) -> Entries:
         return self._load(repair=False)[1]
@@ -105,17 +92,9 @@ class FileIndex:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        with _thread_lock(str(self.path)):
-            if fcntl is None:
-                yield
-                return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)  # closing releases the flock
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            yield
 
     def _load(self, repair: bool) -> tuple[dict[str, Any], Entries]:
         try:

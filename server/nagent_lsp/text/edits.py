@@ -1,4 +1,4 @@
-"""Old text + new text -> minimal edits, in an LSP position encoding; plus apply, unified diff and 3-way merge.
+"""Old text + new text -> minimal edits, in an LSP position encoding; plus apply and unified diff (merge: text.merge).
 
 Pure: no editor, no disk. Lines follow LSP rules (\\r\\n, \\r and \\n each end a line; other Unicode breaks do
 not). Edits never start or end between the \\r and \\n of a CRLF pair, so every position is unambiguous.
@@ -6,7 +6,6 @@ not). Edits never start or end between the \\r and \\n of a CRLF pair, so every 
 
 from __future__ import annotations
 
-import difflib
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -103,7 +102,7 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     return lo
 
 
-def _line_opcodes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+def line_opcodes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     """Changed line ranges (i1, i2, j1, j2); common head and tail are stripped first so big files stay fast."""
     head = 0
     limit = min(len(a), len(b))
@@ -155,6 +154,8 @@ def _anchored(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 def _plain(a: list[str], b: list[str], autojunk: bool) -> list[tuple[int, int, int, int]]:
     if not a or not b:
         return [(0, len(a), 0, len(b))] if (a or b) else []
+    import difflib  # only for the small gaps between anchors; importing it costs start-up time
+
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=autojunk)
     return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
@@ -202,7 +203,7 @@ def _hunks(old: str, new: str) -> list[tuple[int, int, str]]:
     for line in b:
         b_starts.append(b_starts[-1] + len(line))
     out = []
-    for i1, i2, j1, j2 in _line_opcodes(a, b):
+    for i1, i2, j1, j2 in line_opcodes(a, b):
         o_begin, o_end = a_starts[i1], a_starts[i2]
         n_begin, n_end = b_starts[j1], b_starts[j2]
         old_chunk, new_chunk = old[o_begin:o_end], new[n_begin:n_end]
@@ -267,7 +268,7 @@ def unified_diff(old: str, new: str, path: str, context: int = 3) -> str:
         return ""
     a, b = split_lines(old), split_lines(new)
     out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
-    for group in _groups(_line_opcodes(a, b), len(a), context):
+    for group in _groups(line_opcodes(a, b), len(a), context):
         i_start, j_start = group[0][0], group[0][2]
         i_end, j_end = group[-1][1], group[-1][3]
         out.append(f"@@ -{_span(i_start, i_end - i_start)} +{_span(j_start, j_end - j_start)} @@\n")
@@ -312,43 +313,3 @@ def _tagged(group: list[tuple[int, int, int, int]]) -> list[tuple[str, int, int,
             continue
         out.append(("equal" if n % 2 == 0 else "change", i1, i2, j1, j2))
     return out
-
-
-def _side_hunks(base: list[str], other: list[str]) -> list[tuple[int, int, tuple[str, ...]]]:
-    return [(i1, i2, tuple(other[j1:j2])) for i1, i2, j1, j2 in _line_opcodes(base, other)]
-
-
-def _clash(x: tuple[int, int, tuple[str, ...]], y: tuple[int, int, tuple[str, ...]]) -> bool:
-    (s1, e1, _), (s2, e2, _) = x, y
-    if max(s1, s2) < min(e1, e2):
-        return True
-    # An insertion touching the other side's change has no well-defined order: call it a conflict.
-    if s1 == e1 and s2 <= s1 <= e2:
-        return True
-    if s2 == e2 and s1 <= s2 <= e1:
-        return True
-    return False
-
-
-def merge3(base: str, ours: str, theirs: str) -> str | None:
-    """Line-based three-way merge; None when both sides changed the same or touching lines differently."""
-    if ours == theirs or theirs == base:
-        return ours
-    if ours == base:
-        return theirs
-    b = split_lines(base)
-    mine = _side_hunks(b, split_lines(ours))
-    other = [h for h in _side_hunks(b, split_lines(theirs)) if h not in set(mine)]
-    for x in mine:
-        for y in other:
-            if _clash(x, y):
-                return None
-    out = []
-    cursor = 0
-    for start, end, lines in sorted(mine + other, key=lambda h: (h[0], h[1])):
-        out.extend(b[cursor:start])
-        out.extend(lines)
-        cursor = end
-    out.extend(b[cursor:])
-    merged = "".join(out)
-    return merged

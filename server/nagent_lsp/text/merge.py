@@ -1,13 +1,59 @@
-"""Deciding what text a change should leave in a buffer that may have moved on since the run began.
+"""Three-way merge, and deciding what text a change should leave in a buffer that moved on since the run began.
 
-Shared by every port: the editor port sends the result as edits, the disk port writes it.
+Shared by every port: the editor port sends the result as edits, the disk port writes it. The merge itself is
+the `merge3` library's; we plug our own line diff into it as its sequence matcher, because difflib's matcher
+(merge3's default) is quadratic on large files full of repeated lines, and ours anchors on unique lines first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
-from nagent_lsp.text.edits import merge3
+import merge3 as _merge3
+
+from nagent_lsp.text.edits import line_opcodes, split_lines
+
+
+class _AnchoredMatcher:
+    """The part of difflib.SequenceMatcher's interface merge3 uses, answered by `line_opcodes`."""
+
+    def __init__(self, junk: object, a: Sequence[str], b: Sequence[str]):
+        self.a, self.b = list(a), list(b)
+
+    def get_matching_blocks(self) -> list[tuple[int, int, int]]:
+        blocks: list[tuple[int, int, int]] = []
+        i = j = 0
+        for i1, i2, j1, j2 in line_opcodes(self.a, self.b):
+            if i1 > i:
+                blocks.append((i, j, i1 - i))
+            i, j = i2, j2
+        if len(self.a) > i:
+            blocks.append((i, j, len(self.a) - i))
+        blocks.append((len(self.a), len(self.b), 0))  # difflib's sentinel, which merge3 relies on
+        return blocks
+
+
+def merge3(base: str, ours: str, theirs: str) -> str | None:
+    """Line-based three-way merge; None when both sides changed the same or touching lines differently."""
+    if ours == theirs or theirs == base:
+        return ours
+    if ours == base:
+        return theirs
+    base_lines, our_lines, their_lines = split_lines(base), split_lines(ours), split_lines(theirs)
+    merger = _merge3.Merge3(base_lines, our_lines, their_lines, sequence_matcher=_AnchoredMatcher)  # type: ignore[arg-type]
+    out: list[str] = []
+    for region in merger.merge_regions():
+        kind = region[0]
+        if kind == "conflict":
+            return None
+        if kind == "unchanged":
+            out.extend(base_lines[region[1] : region[2]])
+        elif kind in ("a", "same"):
+            out.extend(our_lines[region[1] : region[2]])
+        else:  # "b"
+            out.extend(their_lines[region[1] : region[2]])
+    return "".join(out)
 
 
 @dataclass(frozen=True)

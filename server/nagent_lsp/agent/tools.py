@@ -173,6 +173,8 @@ async def _shell(session: EditSession, command: str) -> str:
         lines.append(f"timed out after {session.settings.shellTimeout:g} s; the process group was killed")
     if result.interrupted:
         lines.append("interrupted")
+    if result.stopped_background:
+        lines.append("processes the command left running in the background were stopped")
     if result.output.strip():
         lines += ["output:", result.output.rstrip("\r\n")]
     if result.spilled_path:

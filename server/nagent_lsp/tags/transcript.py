@@ -216,12 +216,7 @@ class TurnStatus:
     tokens_out: int = 0
     tokens_in_total: int = 0
     tokens_out_total: int = 0
-    cache_read_total: int = 0
-    cache_write_total: int = 0
-    stripped_turns: int = 0
-    fabricated_turns: int = 0
     estimated: bool = False  # True when any figure is the chars/4 estimate, not the provider's
-    invalid: str | None = None  # id of the raw-reply sidecar, when one was written
 
     def render(self) -> str:
         attrs: list[tuple[str, object]] = []
@@ -231,11 +226,6 @@ class TurnStatus:
                 continue  # only mark estimates; provider figures are the norm
             attrs.append((f.name, value))
         return render_element(TURN_STATUS, attrs, None)
-
-
-def render_turn_status(**values: object) -> str:
-    """Shortcut: ``render_turn_status(utc=…, turn=…, tokens_in=…)`` -> the status line."""
-    return TurnStatus(**values).render()  # type: ignore[arg-type]
 
 
 def parse_turn_status(block: Block | str) -> TurnStatus:
@@ -252,8 +242,6 @@ def parse_turn_status(block: Block | str) -> TurnStatus:
         raw = block.attr(f.name)
         if f.name == "utc":
             values["utc"] = raw or ""
-        elif f.name == "invalid":
-            values["invalid"] = raw
         elif f.name == "estimated":
             values["estimated"] = raw == "true"
         else:

@@ -14,7 +14,6 @@ wait) and writes it atomically, so concurrent resolves never lose entries.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -23,9 +22,12 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from filelock import FileLock
+if TYPE_CHECKING:
+    import asyncio
+
+    from filelock import FileLock
 
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
 from nagent_lsp.core.identity import (
@@ -72,9 +74,7 @@ class FileIndex:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        # One lock file per index, shared by threads (filelock's per-thread state) and by other processes
-        # (a second server, the CLI) working on the same state root.
-        self._lock = FileLock(self.path.with_name(f".{self.path.name}.lock"))
+        self._lock: FileLock | None = None
 
     def read(self) -> Entries:
         return self._load(repair=False)[1]
@@ -92,6 +92,13 @@ class FileIndex:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        """One lock file per index, shared by threads (filelock keeps per-thread state) and by other processes (a
+        second server, the CLI) working on the same state root. filelock is imported on first use: it costs
+        ~50 ms, which read-only commands such as `history` should not pay."""
+        if self._lock is None:
+            from filelock import FileLock
+
+            self._lock = FileLock(self.path.with_name(f".{self.path.name}.lock"))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             yield
@@ -310,6 +317,8 @@ class ConversationStore:
         with self._async_guard:
             lock = self._async_locks.get(key)
             if lock is None:
+                import asyncio  # only the commands that take a run lock are asynchronous
+
                 lock = self._async_locks[key] = asyncio.Lock()
             return lock
 

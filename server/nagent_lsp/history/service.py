@@ -91,7 +91,7 @@ class HistoryService:
         self.summaries = CommitSummaryCache(self.cache_dir / SUMMARIES_FILE)
         self.counters = Counters()
         self._summarizer = summarizer
-        self._summarizer_marker: tuple | None = None
+        self._summarizer_key: tuple[object, ...] | None = None
         self.stopping = threading.Event()  # set on close: a model call in flight gives up within a second
         self._lock = threading.RLock()
         self._update_lock = threading.RLock()  # reentrant: a rebuild inside an update persists under it
@@ -128,6 +128,14 @@ class HistoryService:
         """For one-shot callers (CLI): use the persisted index if there is one, updated to HEAD; never a full build."""
         return self.start(build=False).result()
 
+    def prepare(self, background: bool) -> None:
+        """Before a query: a long-lived server starts (or keeps) the background build; a one-shot process loads
+        the persisted index once and never builds."""
+        if background:
+            self.start(build=True)
+        elif not self._started:
+            self.load_now()
+
     @property
     def ready(self) -> bool:
         return self._ready.is_set()
@@ -143,6 +151,14 @@ class HistoryService:
 
     def set_summarizer(self, summarizer: Summarizer | None) -> None:
         self._summarizer = summarizer
+
+    def use_summarizer(self, key: tuple[object, ...], make: Callable[[], Summarizer | None]) -> None:
+        """Install `make()` unless the summariser made for `key` (the settings objects it came from) is in place.
+        Keys are compared by identity: settings objects are replaced on every reload, and an id can be reused."""
+        previous = self._summarizer_key
+        if previous is None or len(previous) != len(key) or any(a is not b for a, b in zip(previous, key)):
+            self._summarizer = make()
+            self._summarizer_key = key
 
     # -- git access (counted) ------------------------------------------------------------------------------------
     def _log(self, stream: Iterable[bytes]) -> list[RawCommit]:

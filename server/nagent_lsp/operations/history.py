@@ -70,17 +70,8 @@ def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[H
     if rel is None:
         return None
     service = session.history_service(root, session.state_dir(path, "cache"))
-    settings = _settings(session)
-    marker = (settings, getattr(session, "environ", None))
-    previous = service._summarizer_marker
-    # Settings objects are replaced on every reload; compare the objects themselves (an id can be reused).
-    if previous is None or previous[0] is not marker[0] or previous[1] is not marker[1]:
-        service.set_summarizer(_summarizer_for(session, service.stopping))
-        service._summarizer_marker = marker
-    if background:
-        service.start(build=True)
-    elif not service._started:
-        service.load_now()
+    service.use_summarizer((session.settings, session.environ), lambda: _summarizer_for(session, service.stopping))
+    service.prepare(background)
     return service, rel
 
 

@@ -108,14 +108,14 @@ def test_did_rename_files_updates_paths_without_a_resolve(ws: Path, store: Conve
     os.rename(ws / "pkg", ws / "lib")
     changed = store.rename((ws / "pkg").as_uri(), (ws / "lib").as_uri())
     assert sorted(r.path for r in changed) == [str(ws / "lib" / "a.py"), str(ws / "lib" / "deep" / "b.py")]
-    by_conv = {r.conversation: r.path for r in store.list()}
+    by_conv = {r.conversation: r.path for r in store.refs()}
     assert by_conv[refs[a].conversation] == str(ws / "lib" / "a.py")
     assert by_conv[refs[b].conversation] == str(ws / "lib" / "deep" / "b.py")
     assert by_conv[refs[other].conversation] == str(other)
 
     os.rename(ws / "lib" / "a.py", ws / "lib" / "z.py")
     store.rename(ws / "lib" / "a.py", ws / "lib" / "z.py")
-    assert {r.conversation: r.path for r in store.list()}[refs[a].conversation] == str(ws / "lib" / "z.py")
+    assert {r.conversation: r.path for r in store.refs()}[refs[a].conversation] == str(ws / "lib" / "z.py")
 
 
 def test_untitled_buffer_is_keyed_by_uri_until_saved(ws: Path, store: ConversationStore) -> None:

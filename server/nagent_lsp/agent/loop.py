@@ -79,8 +79,10 @@ async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome
                 nexts.append(action.prompt)
             else:
                 session.report(f"turn {outcome.steps} · {action.tag}")
-                is_child = isinstance(action, Conversation)
-                convo.append(await (run_child(session, action) if is_child else execute(session, action)))
+                if isinstance(action, Conversation):
+                    convo.append(await run_child(session, action))
+                else:
+                    convo.append(await execute(session, action))
                 ran_action = True
         if nexts:
             convo.append(*(next_input_block(p) for p in nexts))

@@ -51,8 +51,9 @@ class GitRepository:
             env={"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
         )
         raw = proc.proc
+        assert raw is not None and raw.stdout is not None  # as_process=True always starts the process
         try:
-            if stdin is not None:
+            if stdin is not None and raw.stdin is not None:
                 raw.stdin.write(stdin)
                 raw.stdin.close()
             out = raw.stdout

@@ -425,7 +425,7 @@ class HistoryService:
             with self._lock:
                 index = self._index
                 cid = index.hash_ids.get(sha) if index is not None else None
-                if cid is not None:
+                if index is not None and cid is not None:
                     commit = index.ref(cid, rel)
         if commit is None:
             return None, f"last changed in `{sha[:7]}`"

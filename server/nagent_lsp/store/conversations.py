@@ -209,7 +209,7 @@ class ConversationStore:
 
         return self._ref(self.index.modify(change))
 
-    def list(self) -> list[ConversationRef]:
+    def refs(self) -> list[ConversationRef]:
         refs = [self._ref(entry) for entry in self.index.read().values()]
         return sorted(refs, key=lambda ref: (ref.path, ref.file_id))
 

@@ -20,7 +20,7 @@ from typing import Iterable, Mapping
 
 from nagent_lsp.store.atomic import atomic_write_bytes
 
-INLINE_LIMIT = 8 * 1024  # characters kept in the conversation
+OUTPUT_INLINE_CHARS = 8 * 1024  # characters of output kept in the conversation (bytes beyond: outputs/)
 SPILL_LIMIT = 16 * 1024 * 1024  # bytes kept at all; a runaway command must not fill the disk
 TERM_GRACE = 0.3  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 0.5  # seconds to wait for the output pipe to close once the shell has exited
@@ -45,7 +45,7 @@ async def run_shell(
     cancel_event: asyncio.Event | None = None,
     outputs_dir: Path | None = None,
     *,
-    inline_limit: int = INLINE_LIMIT,
+    inline_limit: int = OUTPUT_INLINE_CHARS,
     env: Mapping[str, str] | None = None,
     hide_env: Iterable[str] = (),
     redact: Iterable[str] = (),

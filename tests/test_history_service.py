@@ -10,6 +10,7 @@ import pytest
 
 from nagent_lsp.config.settings import HistorySettings, Settings
 from nagent_lsp.operations import history
+from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.history.commit_summaries import make_model_summarizer, parse_summary_reply
 from nagent_lsp.history.service import HistoryService
@@ -109,7 +110,8 @@ def test_git_blame_ignore_revs_drops_commit_from_coedits(repo, tmp_path: Path) -
 def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     root, h = repo
     s = session_for(root, maxChangesetFiles=5)
-    result = history.history_result(s, root / "src" / "app.py")
+    app = (root / "src" / "app.py").as_uri()
+    result = history.history_result(s, HistoryArgs(app))
     assert set(result) == {"file", "repository", "commits", "authors", "coedits", "markdown"}
     assert result["file"] == "src/app.py" and result["repository"] == str(root.resolve())
     first = result["commits"][0]
@@ -119,19 +121,19 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     assert result["authors"][0] == {"name": "Ann Lee", "email": "ann@example.com", "commits": 3}
     assert result["coedits"][0] == {"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}
     assert "util.py" in result["markdown"]
-    assert len(history.history_result(s, root / "src" / "app.py", max_commits=2)["commits"]) == 2
-    co = history.coedits_result(s, root / "src" / "app.py", limit=1)
+    assert len(history.history_result(s, HistoryArgs(app, maxCommits=2))["commits"]) == 2
+    co = history.coedits_result(s, CoeditsArgs(app, limit=1))
     assert co == {"file": "src/app.py", "commits": 5, "rows": [{"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}]}
     outside = tmp_path / "loose.txt"
     outside.write_text("x")
     with pytest.raises(UserError, match="not inside a git repository"):
-        history.history_result(s, outside)
+        history.history_result(s, HistoryArgs(outside.as_uri()))
     assert history.hover_markdown(s, outside, 1) is None
     assert history.file_history_block(s, outside) == ""
     untracked = root / "new.py"
     untracked.write_text("new\n")
     assert history.hover_markdown(s, untracked, 1) is None
-    assert history.history_result(s, untracked)["commits"] == []
+    assert history.history_result(s, HistoryArgs(untracked.as_uri()))["commits"] == []
 
 
 def test_hover_card_blame_line_and_warm_hovers_start_no_git(repo, tmp_path: Path) -> None:
@@ -263,9 +265,11 @@ def test_file_history_block_and_cli_text(repo, tmp_path: Path) -> None:
     assert steps[0].endswith("Ann Lee: start") and steps[-1].endswith("Bob Ray: topic: helper")
     assert "| util.py | 3 | high (60%) |" in block
     assert f"- {h['topic']} ({h['topic'][:7]}): topic: helper" in block
-    text = history.history_text(session_for(root), root / "src" / "app.py")
+    app = (root / "src" / "app.py").as_uri()
+    text = history.render_history_text(history.history_result(session_for(root), HistoryArgs(app), background=False))
     assert "src/app.py" in text and "3  Ann Lee <ann@example.com>" in text and "util.py" in text
-    table = history.coedits_text(session_for(root, maxChangesetFiles=5), root / "src" / "app.py")
+    five = session_for(root, maxChangesetFiles=5)
+    table = history.render_coedits_text(history.coedits_result(five, CoeditsArgs(app), background=False))
     assert "over 5 commits" in table and "util.py" in table and "high" in table
 
 

@@ -270,7 +270,9 @@ async def test_runs_on_one_file_take_turns(ws: Path, store: ConversationStore) -
 
 # --- the conversation commands' workflows (in process, with a fake editor port) ----------------------
 
+from nagent_lsp.config.args import parse_args  # noqa: E402
 from nagent_lsp.operations import conversation as wf  # noqa: E402
+from nagent_lsp.operations.args import NamedArgs, UriArgs  # noqa: E402
 from nagent_lsp.core.errors import InvalidArgument, UserError  # noqa: E402
 from nagent_lsp.operations.session import Session  # noqa: E402
 
@@ -289,36 +291,36 @@ async def test_conversation_commands(ws: Path) -> None:
     session = Session(workspace_folders=[ws])
     f = write(ws / "a.py")
     port = ShowPort(True)
-    opened = await wf.open_conversation(session, port, [{"uri": f.as_uri()}])
+    opened = await wf.open_conversation(session, port, parse_args(UriArgs, [{"uri": f.as_uri()}]))
     conv = Path(opened["path"])
     assert opened["shown"] is True and port.shown == [conv]
     assert conv.parent == ws / ".nagent" / "conversations" and conv.read_text() == ""
     assert (ws / ".nagent" / ".gitignore").exists()
-    assert (await wf.open_conversation(session, ShowPort(False), {"uri": f.as_uri()})) == {"path": str(conv), "shown": False}
+    assert (await wf.open_conversation(session, ShowPort(False), UriArgs(f.as_uri()))) == {"path": str(conv), "shown": False}
 
-    listed = wf.list_conversations(session, [])
+    listed = wf.list_conversations(session)
     assert listed == {"files": [{"fileId": file_id_for(f), "path": str(f), "conversation": str(conv)}]}
 
     conv.write_text("<user-prompt>\nfirst\n</user-prompt>\n")
-    saved = wf.save_conversation(session, {"uri": f.as_uri(), "name": "keep"})
+    saved = wf.save_conversation(session, NamedArgs(f.as_uri(), "keep"))
     assert Path(saved["path"]).read_text() == conv.read_text()
-    cleared = await wf.clear_conversation(session, {"uri": f.as_uri()})
+    cleared = await wf.clear_conversation(session, UriArgs(f.as_uri()))
     assert "first" in Path(cleared["archivedPath"]).read_text() and conv.read_text() == ""
-    loaded = await wf.load_conversation(session, {"uri": f.as_uri(), "name": "keep"})
+    loaded = await wf.load_conversation(session, NamedArgs(f.as_uri(), "keep"))
     assert loaded == {"path": str(conv)} and "first" in conv.read_text()
 
     with pytest.raises(UserError, match="no saved conversation named 'nope'"):
-        await wf.load_conversation(session, {"uri": f.as_uri(), "name": "nope"})
+        await wf.load_conversation(session, NamedArgs(f.as_uri(), "nope"))
     with pytest.raises(InvalidArgument, match="'name'"):
-        await wf.load_conversation(session, {"uri": f.as_uri(), "name": "../x"})
+        await wf.load_conversation(session, NamedArgs(f.as_uri(), "../x"))
     with pytest.raises(InvalidArgument, match="'uri'"):
-        await wf.clear_conversation(session, {})
+        parse_args(UriArgs, {})
     with pytest.raises(UserError, match="not a file"):
-        await wf.clear_conversation(session, {"uri": ws.as_uri()})
+        await wf.clear_conversation(session, UriArgs(ws.as_uri()))
 
     os.rename(f, ws / "b.py")
     assert wf.files_renamed(session, [(f.as_uri(), (ws / "b.py").as_uri())]) == 1
-    assert wf.list_conversations(session, {})["files"][0]["path"] == str(ws / "b.py")
+    assert wf.list_conversations(session)["files"][0]["path"] == str(ws / "b.py")
 
 
 async def test_clear_waits_for_a_running_edit(ws: Path) -> None:
@@ -339,7 +341,7 @@ async def test_clear_waits_for_a_running_edit(ws: Path) -> None:
     async def clear() -> None:
         await asyncio.sleep(0.01)
         order.append("clear asked")
-        result = await wf.clear_conversation(session, {"uri": f.as_uri()})
+        result = await wf.clear_conversation(session, UriArgs(f.as_uri()))
         order.append("clear done")
         assert "appended by the run" in Path(result["archivedPath"]).read_text()
 

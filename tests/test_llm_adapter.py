@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 
 import openai
@@ -107,7 +106,7 @@ async def test_garbled_and_dropped_replies_are_retried(fake):
 
 async def test_timeout_is_retried(fake):
     fake.script(slow(10, "too late"), "in time")
-    model = ChatModel(replace(Settings(baseUrl=fake.base_url), requestTimeout=0.3), {"OPENAI_API_KEY": KEY},
+    model = ChatModel(Settings(baseUrl=fake.base_url, requestTimeout=0.3), {"OPENAI_API_KEY": KEY},
                       base_delay=0.01)
     started = time.monotonic()
     reply = await model.complete(MESSAGES)

@@ -10,11 +10,12 @@ import pytest
 from nagent_lsp.core.model import Message
 from nagent_lsp.text.edits import apply_edits, minimal_edits
 from nagent_lsp.core.errors import InvalidArgument, UserError
-from nagent_lsp.operations.patch import PatchArgs, patch
+from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
+from nagent_lsp.operations.patch import patch
 from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange
 from nagent_lsp.operations.session import Session
-from nagent_lsp.operations.split import SplitArgs, split
-from nagent_lsp.operations.summarize import SummarizeArgs, file_summary_block, summarize
+from nagent_lsp.operations.split import split
+from nagent_lsp.operations.summarize import file_summary_block, summarize
 
 
 class MemoryPort:
@@ -171,13 +172,13 @@ async def test_summarize_inline_is_cached_by_content(env):
     path = ws / "small.py"
     port.buffers[path] = ["x = 1\n", 1]
     model = CountingModel()
-    first = await summarize(session, port, SummarizeArgs(uri=path.as_uri()), model)
+    first = await summarize(session, port, UriArgs(uri=path.as_uri()), model)
     assert first == {"summary": "summary number 1", "mode": "inline", "cached": False}
     assert "File: " in model.calls[0][1].content and "x = 1" in model.calls[0][1].content
-    again = await summarize(session, port, SummarizeArgs(uri=path.as_uri()), model)
+    again = await summarize(session, port, UriArgs(uri=path.as_uri()), model)
     assert again == {"summary": "summary number 1", "mode": "inline", "cached": True}
     port.buffers[path] = ["x = 2\n", 2]  # unsaved edit: new content, new summary
-    third = await summarize(session, port, SummarizeArgs(uri=path.as_uri()), model)
+    third = await summarize(session, port, UriArgs(uri=path.as_uri()), model)
     assert third["cached"] is False and len(model.calls) == 2
     assert "summary number 2" in file_summary_block(session, path, "x = 2\n")
 
@@ -188,14 +189,14 @@ async def test_summarize_large_file_per_segment_then_combined_and_reuses_unchang
     text = big_python()  # ~100 KB
     port.buffers[path] = [text, 1]
     model = CountingModel()
-    result = await summarize(session, port, SummarizeArgs(uri=path.as_uri()), model)
+    result = await summarize(session, port, UriArgs(uri=path.as_uri()), model)
     assert result["mode"] == "split" and not result["cached"]
     segments = len(model.calls) - 1
     assert segments >= 3
     assert "Lines 1-" in model.calls[-1][1].content
     # Change the end of the file: only the last segment and the combined summary are asked again.
     port.buffers[path] = [text + "def tail():\r\n    pass\r\n", 2]
-    await summarize(session, port, SummarizeArgs(uri=path.as_uri()), model)
+    await summarize(session, port, UriArgs(uri=path.as_uri()), model)
     assert len(model.calls) == segments + 1 + 2
 
 
@@ -204,4 +205,4 @@ async def test_summarize_without_model_says_what_to_set(env):
     path = ws / "small.py"
     port.buffers[path] = ["x = 1\n", 1]
     with pytest.raises(UserError, match="OPENAI_API_KEY"):
-        await summarize(session, port, SummarizeArgs(uri=path.as_uri()))
+        await summarize(session, port, UriArgs(uri=path.as_uri()))

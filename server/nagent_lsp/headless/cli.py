@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         module, function = SUBCOMMANDS[args.command].runner.split(":")
         run: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)
         return run(args)
-    from nagent_lsp.lsp.server import create_server
+    from nagent_lsp.lsp.app import create_server
 
     server = create_server()
     if args.tcp:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.headless.port import DiskPort
+from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.edit import edit
 
 
@@ -16,8 +17,7 @@ def run_edit(args: argparse.Namespace) -> int:
         path = args.file.resolve()
         session = session_for(path)
         port = DiskPort(session.workspace_folders, quiet=args.json)
-        raw = {"uri": path.as_uri(), "request": args.request, "preview": bool(args.confirm)}
-        result = await edit(session, port, raw)
+        result = await edit(session, port, EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.confirm)))
         if args.json:
             print_json(result)
             return

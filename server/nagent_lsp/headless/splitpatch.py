@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.headless.port import DiskPort
-from nagent_lsp.operations.patch import PatchArgs, patch
-from nagent_lsp.operations.split import SplitArgs, split
-from nagent_lsp.operations.summarize import SummarizeArgs, summarize
-
+from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
+from nagent_lsp.operations.patch import patch
+from nagent_lsp.operations.split import split
+from nagent_lsp.operations.summarize import summarize
 
 
 def run_split(args: argparse.Namespace) -> int:
@@ -35,6 +34,6 @@ def run_summarize(args: argparse.Namespace) -> int:
     async def run() -> None:
         path = args.file.resolve()
         session = session_for(path)
-        print_json(await summarize(session, DiskPort(session.workspace_folders), SummarizeArgs(path.as_uri())))
+        print_json(await summarize(session, DiskPort(session.workspace_folders), UriArgs(path.as_uri())))
 
     return run_guarded(run)

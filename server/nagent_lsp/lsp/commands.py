@@ -1,8 +1,9 @@
 """Registering `workspace/executeCommand` handlers with one error policy.
 
-Every command takes one JSON object; workflow errors become JSON-RPC errors with the workflow's message:
-InvalidArgument → InvalidParams, UserError/ModelError → a request error, anything else → an internal error
-that is logged, never a crash and never a silent null.
+Every command takes one JSON object, parsed here once into the command's typed arguments (config.args), so
+operations only ever see typed values. Errors become JSON-RPC errors with the operation's message:
+InvalidArgument (a bad field, named) → InvalidParams, UserError/ModelError → a request error, anything else →
+an internal error that is logged; never a crash and never a silent null.
 """
 
 from __future__ import annotations
@@ -10,34 +11,44 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from nagent_lsp.core.model import ModelError
+from nagent_lsp.config.args import parse_args
 from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.model import ModelError
+from nagent_lsp.lsp.server import NagentServer
 
 log = logging.getLogger("nagent_lsp")
 
 # JSON-RPC "server error" range: a failure the user must act on, distinct from a bug.
 USER_ERROR_CODE = -32001
 
-Handler = Callable[[Any, Any], Any | Awaitable[Any]]
+A = TypeVar("A")
+Result = dict[str, Any]
 
 
-def register_command(server: Any, name: str, handler: Handler) -> None:
-    """`handler(server, raw_argument)`; sync handlers run in a worker thread so git or disk work never stalls the loop."""
+def register_command(
+    server: NagentServer,
+    name: str,
+    args_type: type[A],
+    handler: Callable[[NagentServer, A], Result | Awaitable[Result]],
+) -> None:
+    """`handler(server, args)` with the argument parsed into `args_type`; sync handlers run in a worker thread so
+    git or disk work never stalls the loop."""
 
     @server.command(name)
-    async def run(ls: Any, *arguments: Any) -> Any:
-        raw = list(arguments)
-        request_id = ls.protocol.current_request_id()
+    async def run(ls: NagentServer, *arguments: Any) -> Result:
+        request_id = ls.protocol.msg_id
         if request_id is not None:
             ls.running[request_id] = asyncio.current_task()
         try:
+            args = parse_args(args_type, list(arguments))
             if inspect.iscoroutinefunction(handler):
-                return await handler(ls, raw)
-            return await asyncio.to_thread(handler, ls, raw)
+                return await handler(ls, args)
+            return await asyncio.to_thread(handler, ls, args)  # type: ignore[arg-type]
         except (asyncio.CancelledError, JsonRpcException):
             # First: a cancelled model call is both a ModelError and a CancelledError, and it is not a failure.
             raise
@@ -50,6 +61,7 @@ def register_command(server: Any, name: str, handler: Handler) -> None:
             log.exception("%s crashed", name)
             raise JsonRpcInternalError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
         finally:
-            ls.running.pop(request_id, None)
+            if request_id is not None:
+                ls.running.pop(request_id, None)
 
     run.__name__ = f"command_{name.replace('.', '_')}"

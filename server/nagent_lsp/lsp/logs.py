@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from lsprotocol import types
+
+from nagent_lsp.lsp.server import NagentServer
 
 _LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning}
 
@@ -13,13 +14,13 @@ _LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.Messag
 class ClientForwarder(logging.Handler):
     """Forwards records at WARNING and above to the client; safe to call from worker threads."""
 
-    def __init__(self, server: Any):
+    def __init__(self, server: NagentServer):
         super().__init__(logging.WARNING)
         self.server = server
 
     def emit(self, record: logging.LogRecord) -> None:
-        loop = getattr(self.server, "loop", None)
-        if loop is None or loop.is_closed() or not getattr(self.server, "client_ready", False):
+        loop = self.server.loop
+        if loop is None or loop.is_closed() or not self.server.client_ready:
             return
         kind = _LEVELS.get(record.levelno, types.MessageType.Warning) if record.levelno < logging.ERROR else types.MessageType.Error
         params = types.LogMessageParams(type=kind, message=self.format(record))
@@ -29,7 +30,7 @@ class ClientForwarder(logging.Handler):
             pass
 
 
-def attach_client(server: Any) -> None:
+def attach_client(server: NagentServer) -> None:
     logger = logging.getLogger("nagent_lsp")
     if not any(isinstance(h, ClientForwarder) for h in logger.handlers):
         forwarder = ClientForwarder(server)

@@ -17,6 +17,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp import capabilities as caps
+from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.text.edits import minimal_edits
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.text.merge import plan_change
@@ -32,7 +33,7 @@ CONFIRM_ANNOTATION = "nagent.confirm"
 
 
 class LspPort:
-    def __init__(self, server: Any):
+    def __init__(self, server: NagentServer):
         self.server = server
 
     # -- reading -------------------------------------------------------------------------------------

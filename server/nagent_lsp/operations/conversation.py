@@ -1,38 +1,21 @@
 """The conversation commands (DESIGN §4): open, list, clear, save, load; and rename tracking.
 
-Each takes the raw command argument, the session and (where the editor is needed) a port, and returns the
+Each takes the session, its typed argument and (where the editor is needed) a port, and returns the
 contract's result. Clear and load take the file's run lock, so they never cut into a running edit.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nagent_lsp.core.identity import looks_like_uri, uri_to_path
 from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
-from nagent_lsp.config.args import parse_args
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.ports import EditorPort
+from nagent_lsp.operations.args import NamedArgs, UriArgs
 from nagent_lsp.operations.session import Session
-
-
-@dataclass(frozen=True)
-class UriArgs:
-    uri: str
-
-
-@dataclass(frozen=True)
-class NamedArgs:
-    uri: str
-    name: str
-
-
-@dataclass(frozen=True)
-class ListArgs:
-    pass
 
 
 def target_path(uri: str) -> Path | None:
@@ -60,8 +43,7 @@ def resolve(session: Session, uri: str) -> tuple[ConversationStore, Conversation
         raise UserError(str(exc)) from exc
 
 
-async def open_conversation(session: Session, port: EditorPort, raw: Any) -> dict[str, Any]:
-    args = parse_args(UriArgs, raw)
+async def open_conversation(session: Session, port: EditorPort, args: UriArgs) -> dict[str, Any]:
     _, ref = resolve(session, args.uri)
     try:
         # Create it empty if needed (never truncate): an editor can only show a file that exists.
@@ -72,8 +54,7 @@ async def open_conversation(session: Session, port: EditorPort, raw: Any) -> dic
     return {"path": str(ref.conversation_path), "shown": bool(shown)}
 
 
-def list_conversations(session: Session, raw: Any) -> dict[str, Any]:
-    parse_args(ListArgs, raw)
+def list_conversations(session: Session) -> dict[str, Any]:
     stores: dict[str, ConversationStore] = {}
     targets: list[Path | None] = list(session.workspace_folders) or [None]
     for folder in targets:
@@ -82,21 +63,19 @@ def list_conversations(session: Session, raw: Any) -> dict[str, Any]:
     files = [
         {"fileId": ref.file_id, "path": ref.path, "conversation": str(ref.conversation_path)}
         for store in stores.values()
-        for ref in store.list()
+        for ref in store.refs()
     ]
     return {"files": sorted(files, key=lambda f: (f["path"], f["fileId"]))}
 
 
-async def clear_conversation(session: Session, raw: Any) -> dict[str, Any]:
-    args = parse_args(UriArgs, raw)
+async def clear_conversation(session: Session, args: UriArgs) -> dict[str, Any]:
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
         archived = store.archive(ref)
     return {"archivedPath": str(archived) if archived else None}
 
 
-def save_conversation(session: Session, raw: Any) -> dict[str, Any]:
-    args = parse_args(NamedArgs, raw)
+def save_conversation(session: Session, args: NamedArgs) -> dict[str, Any]:
     store, ref = resolve(session, args.uri)
     try:
         return {"path": str(store.save(ref, args.name))}
@@ -104,8 +83,7 @@ def save_conversation(session: Session, raw: Any) -> dict[str, Any]:
         raise UserError(str(exc)) from exc
 
 
-async def load_conversation(session: Session, raw: Any) -> dict[str, Any]:
-    args = parse_args(NamedArgs, raw)
+async def load_conversation(session: Session, args: NamedArgs) -> dict[str, Any]:
     store, ref = resolve(session, args.uri)
     try:
         store.saved_path(args.name)  # a bad name is the user's to fix before anything is archived

@@ -6,14 +6,13 @@ summary of what happened, so a long conversation stops costing its whole history
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.tags.transcript import find_initial_context, render_block, system_block
 from nagent_lsp.core.model import Message, estimate_tokens
-from nagent_lsp.config.args import parse_args
-from nagent_lsp.operations.conversation import UriArgs, resolve
+from nagent_lsp.operations.args import CompactArgs, UriArgs
+from nagent_lsp.operations.conversation import resolve
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.llm.models import ModelFactory, require_model
 from nagent_lsp.core.ports import EditorPort
@@ -25,12 +24,6 @@ ASK = (
     "made to the file, commands run and their outcome, and anything unresolved. Name files and functions "
     "exactly. Do not describe the conversation format or the tool itself. Plain text, no preamble."
 )
-
-
-@dataclass(frozen=True)
-class CompactArgs:
-    uri: str
-    instruction: str | None = None
 
 
 def _history_text(text: str) -> str:
@@ -48,8 +41,9 @@ async def _summarise(model: Any, history: str, instruction: str | None) -> str:
     return summary
 
 
-async def summarize_conversation(session: Session, port: EditorPort, raw: Any, model_factory: ModelFactory | None = None) -> dict[str, Any]:
-    args = parse_args(UriArgs, raw)
+async def summarize_conversation(
+    session: Session, port: EditorPort, args: UriArgs, model_factory: ModelFactory | None = None
+) -> dict[str, Any]:
     model = require_model(session, model_factory)
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
@@ -58,8 +52,9 @@ async def summarize_conversation(session: Session, port: EditorPort, raw: Any, m
     return {"summary": await _summarise(model, history, None)}
 
 
-async def compact_conversation(session: Session, port: EditorPort, raw: Any, model_factory: ModelFactory | None = None) -> dict[str, Any]:
-    args = parse_args(CompactArgs, raw)
+async def compact_conversation(
+    session: Session, port: EditorPort, args: CompactArgs, model_factory: ModelFactory | None = None
+) -> dict[str, Any]:
     model = require_model(session, model_factory)
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):

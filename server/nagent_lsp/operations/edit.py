@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,25 +18,17 @@ from nagent_lsp.core.model import ModelCancelled
 from nagent_lsp.tags import protocol_rules
 from nagent_lsp.store.patches import write_patch
 from nagent_lsp.text.edits import unified_diff
-from nagent_lsp.config.args import parse_args
 from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.llm.models import ModelFactory, require_model
 from nagent_lsp.core.ports import EditorPort, FileChange, Progress
+from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.session import Session
 
 log = logging.getLogger("nagent_lsp")
 
 CONTEXT_TIMEOUT = 10.0  # a history or summary block that takes longer is left out, never blocks the edit
-
-
-@dataclass(frozen=True)
-class EditArgs:
-    uri: str
-    request: str
-    range: dict | None = None
-    preview: bool | None = None
 
 
 def target_path(session: Session, uri: str) -> Path:
@@ -83,12 +74,11 @@ def selection_of(text: str, rng: dict | None) -> Selection | None:
 async def edit(
     session: Session,
     port: EditorPort,
-    raw: Any,
+    args: EditArgs,
     model_factory: ModelFactory | None = None,
     finish: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
-    args = parse_args(EditArgs, raw)
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
     selection_of("", args.range)  # a malformed range is refused before anything starts

@@ -3,11 +3,11 @@ history services (nagent_lsp.history.service).
 
 Public entry points (others call these):
     service_for(session, path) -> (HistoryService, rel) | None
-    history_result(session, path, max_commits=None) -> dict           # nagent.history
-    coedits_result(session, path, limit=None) -> dict                 # nagent.coedits
+    history_result(session, HistoryArgs) -> dict                      # nagent.history
+    coedits_result(session, CoeditsArgs) -> dict                      # nagent.coedits
     hover_markdown(session, path, line) -> str | None                 # textDocument/hover, line is 1-based
     file_history_block(session, path, wait_summaries=0.0) -> str      # {file-history} for the edit loop
-    history_text(session, path, ...) / coedits_text(session, path, ...) -> str   # the CLI's output
+    render_history_text(result) / render_coedits_text(result) -> str  # the CLI's output
 """
 
 from __future__ import annotations
@@ -29,18 +29,17 @@ from nagent_lsp.history.service import (
     HistoryService,
     Summarizer,
 )
-from nagent_lsp.config.settings import HistorySettings, Settings
+from nagent_lsp.config.args import file_argument
+from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.llm.models import optional_model
+from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
+from nagent_lsp.operations.session import Session
 
 # -- session-level entry points -------------------------------------------------------------------------------------
 
-def _settings(session: Any) -> Settings:
-    return getattr(session, "settings", None) or Settings()
-
-
-def _summarizer_for(session: Any, stopping: threading.Event | None = None) -> Summarizer | None:
-    if not _settings(session).history.summarize:
+def _summarizer_for(session: Session, stopping: threading.Event | None = None) -> Summarizer | None:
+    if not session.settings.history.summarize:
         return None
     model = optional_model(session)
     if model is None:
@@ -58,7 +57,7 @@ def _relative(root: Path, path: Path) -> str | None:
     return rel.as_posix()
 
 
-def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[HistoryService, str] | None:
+def service_for(session: Session, path: Path, *, background: bool = True) -> tuple[HistoryService, str] | None:
     """The repository's service and the file's path in it; None outside git. `background=False` (CLI): load the
     persisted index if there is one, never start a full build."""
     path = Path(os.path.abspath(path))
@@ -75,7 +74,7 @@ def service_for(session: Any, path: Path, *, background: bool = True) -> tuple[H
     return service, rel
 
 
-def _require(session: Any, path: Path, background: bool = True) -> tuple[HistoryService, str]:
+def _require(session: Session, path: Path, background: bool = True) -> tuple[HistoryService, str]:
     found = service_for(session, path, background=background)
     if found is None:
         raise UserError(f"{path} is not inside a git repository, so it has no history.")
@@ -93,14 +92,14 @@ def _commit_dict(view: HistoryView, c: CommitRef) -> dict[str, Any]:
     return out
 
 
-def history_result(session: Any, path: Path, max_commits: int | None = None, *, background: bool = True) -> dict:
+def history_result(session: Session, args: HistoryArgs, *, background: bool = True) -> dict:
     """The `nagent.history` result."""
-    if max_commits is not None and max_commits < 1:
+    if args.maxCommits is not None and args.maxCommits < 1:
         raise InvalidArgument("maxCommits", "must be at least 1")
-    service, rel = _require(session, path, background)
-    hs = _settings(session).history
-    if max_commits is not None:
-        hs = HistorySettings(max_commits, hs.maxChangesetFiles, hs.summarize)
+    service, rel = _require(session, file_argument(args.uri), background)
+    hs = session.settings.history
+    if args.maxCommits is not None:
+        hs = HistorySettings(args.maxCommits, hs.maxChangesetFiles, hs.summarize)
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
         entry_view = HistoryView(rel, str(service.root), (), 0, True, CoeditTable(0, ()))
@@ -119,22 +118,22 @@ def history_result(session: Any, path: Path, max_commits: int | None = None, *, 
     }
 
 
-def coedits_result(session: Any, path: Path, limit: int | None = None, *, background: bool = True) -> dict:
+def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = True) -> dict:
     """The `nagent.coedits` result."""
-    if limit is not None and limit < 1:
+    if args.limit is not None and args.limit < 1:
         raise InvalidArgument("limit", "must be at least 1")
-    service, rel = _require(session, path, background)
-    hs = _settings(session).history
+    service, rel = _require(session, file_argument(args.uri), background)
+    hs = session.settings.history
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
         return {"file": rel, "commits": 0, "rows": []}
     table = entry.view.coedits
-    rows = table.rows[: limit if limit is not None else TOP]
+    rows = table.rows[: args.limit if args.limit is not None else TOP]
     return {"file": rel, "commits": table.commits, "rows": [r.as_dict() for r in rows]}
 
 
 def hover_markdown(
-    session: Any, path: Path, line: int | None = None, *, wait: float = HOVER_STALE_WAIT, blame_wait: float = BLAME_WAIT
+    session: Session, path: Path, line: int | None = None, *, wait: float = HOVER_STALE_WAIT, blame_wait: float = BLAME_WAIT
 ) -> str | None:
     """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
     reads memory only; it never waits for the model, and for git only briefly after HEAD moved."""
@@ -142,7 +141,7 @@ def hover_markdown(
     if found is None:
         return None
     service, rel = found
-    hs = _settings(session).history
+    hs = session.settings.history
     entry = service.entry(rel, hs, sync=False, wait=wait)
     if entry is None or not entry.view.commits:
         return None
@@ -160,7 +159,7 @@ def file_history_block(session: Session, path: Path, wait_summaries: float = 0.0
     if found is None:
         return ""
     service, rel = found
-    hs = _settings(session).history
+    hs = session.settings.history
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
         return ""
@@ -197,13 +196,3 @@ def render_coedits_text(result: dict) -> str:
     for r in rows:
         lines.append(f"  {r['path']:<{width}}  {r['count']:>4}  {round(r['rate'] * 100):>3}%  {r['level']}")
     return "\n".join(lines) + "\n"
-
-
-def history_text(session: Any, path: Path, max_commits: int | None = None) -> str:
-    """`nagent-lsp history FILE`: no background build (a one-shot process), persisted index when present."""
-    return render_history_text(history_result(session, path, max_commits, background=False))
-
-
-def coedits_text(session: Any, path: Path, limit: int | None = None) -> str:
-    """`nagent-lsp coedits FILE`."""
-    return render_coedits_text(coedits_result(session, path, limit, background=False))

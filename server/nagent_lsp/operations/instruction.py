@@ -7,14 +7,13 @@ same change, so any editor that can run a code action's command can use nagent w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from nagent_lsp.config.args import parse_args
 from nagent_lsp.operations.edit import edit, read_text, target_path
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.llm.models import ModelFactory
 from nagent_lsp.core.ports import EditorPort
+from nagent_lsp.operations.args import EditArgs, InstructionArgs
 from nagent_lsp.operations.session import Session
 
 # Line comments of most languages, and block comments closed on the same line.
@@ -31,12 +30,6 @@ def instruction_at(line_text: str) -> str | None:
     return match.group("instruction")
 
 
-@dataclass(frozen=True)
-class InstructionArgs:
-    uri: str
-    line: int
-
-
 def without_line(text: str, line_text: str) -> str:
     """`text` without its first line equal to `line_text` (the comment), or unchanged when the model removed it."""
     lines = text.splitlines(keepends=True)
@@ -46,19 +39,20 @@ def without_line(text: str, line_text: str) -> str:
     return text
 
 
-async def apply_instruction(session: Session, port: EditorPort, raw: Any, model_factory: ModelFactory | None = None) -> dict[str, Any]:
-    args = parse_args(InstructionArgs, raw)
+async def apply_instruction(
+    session: Session, port: EditorPort, args: InstructionArgs, model_factory: ModelFactory | None = None
+) -> dict[str, Any]:
     path = target_path(session, args.uri)
     text, _ = read_text(port, path)
     lines = text.splitlines()
     if not 0 <= args.line < len(lines) or instruction_at(lines[args.line]) is None:
         raise UserError(f"line {args.line + 1} of {path.name} holds no `nagent:` comment")
     comment = lines[args.line]
-    request = instruction_at(comment) or ""
+    request = (
+        f"{instruction_at(comment)}\n\n(This instruction was written in the file as the comment `{comment.strip()}` "
+        f"on line {args.line + 1}; that comment will be removed.)"
+    )
     return await edit(
-        session,
-        port,
-        {"uri": args.uri, "request": f"{request}\n\n(This instruction was written in the file as the comment `{comment.strip()}` on line {args.line + 1}; that comment will be removed.)"},
-        model_factory,
+        session, port, EditArgs(uri=args.uri, request=request), model_factory,
         finish=lambda staged: without_line(staged, comment),
     )

@@ -9,7 +9,6 @@ to describe the new text once it is applied.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,9 @@ from nagent_lsp.store.patches import write_patch
 from nagent_lsp.store.splits import load_index
 from nagent_lsp.text.edits import minimal_edits, unified_diff
 from nagent_lsp.core.ports import EditorPort, FileChange
+from nagent_lsp.operations.args import PatchArgs
 from nagent_lsp.operations.buffers import read_source
-
-
-@dataclass(frozen=True)
-class PatchArgs:
-    indexPath: str
-    force: bool = False
-    dryRun: bool = False
+from nagent_lsp.operations.session import Session
 
 
 def _index_path(raw: str, port: EditorPort | None) -> Path:
@@ -47,7 +41,7 @@ def _label(path: Path, port: EditorPort | None) -> str:
     return path.name
 
 
-async def patch(session: Any, port: EditorPort, args: PatchArgs) -> dict[str, Any]:
+async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str, Any]:
     index_path = _index_path(args.indexPath, port)
     try:
         source = Path(load_index(index_path)["source_path"])

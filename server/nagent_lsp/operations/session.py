@@ -31,10 +31,11 @@ class Session:
     config_sources: tuple[str, ...] = ("defaults",)
     conversation_stores: dict[str, ConversationStore] = field(default_factory=dict)
     history_services: dict[tuple[str, str], HistoryService] = field(default_factory=dict)
+    reported: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reload(self) -> tuple[SettingError, ...]:
-        """Re-read every settings source; returns the problems found (the caller reports new ones)."""
+        """Re-read every settings source; returns the problems not returned before (each is reported once)."""
         repo_root = resolve_state_root(None, self.workspace_folders, None) if self.workspace_folders else None
         resolved = load_settings(
             repo_config=(repo_root.path / "config.json") if repo_root and repo_root.kind != "home" else None,
@@ -44,7 +45,9 @@ class Session:
         )
         self.settings = resolved.settings
         self.config_sources = resolved.sources
-        return resolved.problems
+        fresh = tuple(p for p in resolved.problems if str(p) not in self.reported)
+        self.reported.update(str(p) for p in fresh)
+        return fresh
 
     def state_root(self, target: Path | None = None) -> StateRoot:
         return resolve_state_root(target, self.workspace_folders, self.settings.stateRoot)

@@ -6,7 +6,6 @@ Splits what the user sees (the open buffer, unsaved edits included), else the fi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,8 @@ from nagent_lsp.config.args import file_argument
 from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.ports import EditorPort
-
-
-@dataclass(frozen=True)
-class SplitArgs:
-    uri: str
-    targetBytes: int | None = None
-    natural: bool = False
+from nagent_lsp.operations.args import SplitArgs
+from nagent_lsp.operations.session import Session
 
 
 def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:
@@ -33,7 +27,7 @@ def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def split(session: Any, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
+def split(session: Session, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
     path = Path(os.path.abspath(file_argument(args.uri)))
     if args.targetBytes is not None and args.targetBytes <= 0:
         raise InvalidArgument("targetBytes", "must be a positive number of bytes")

@@ -7,7 +7,6 @@ The summary describes the text the user sees (the open buffer), cached by its co
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,12 @@ from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.config.args import file_argument
-
-
-@dataclass(frozen=True)
-class SummarizeArgs:
-    uri: str
+from nagent_lsp.operations.args import UriArgs
+from nagent_lsp.operations.session import Session
 
 
 async def summarize_file(
-    session: Any, port: EditorPort | None, path: Path, complete: Complete | None = None
+    session: Session, port: EditorPort | None, path: Path, complete: Complete | None = None
 ) -> FileSummary:
     source = read_source(port, path)
     cache_dir = session.state_dir(path, "cache")
@@ -46,14 +42,14 @@ async def summarize_file(
 
 
 async def summarize(
-    session: Any, port: EditorPort | None, args: SummarizeArgs, complete: Complete | None = None
+    session: Session, port: EditorPort | None, args: UriArgs, complete: Complete | None = None
 ) -> dict[str, Any]:
     path = Path(os.path.abspath(file_argument(args.uri)))
     result = await summarize_file(session, port, path, complete)
     return {"summary": result.summary, "mode": result.mode, "cached": result.cached}
 
 
-def file_summary_block(session: Any, path: Path, text: str) -> str:
+def file_summary_block(session: Session, path: Path, text: str) -> str:
     """The edit loop's `{file-summary}` block for `text` from the cache only (never waits for the model)."""
     hit = cached_summary(text, session.state_dir(path, "cache"))
     body = hit.summary if hit else "No summary available."

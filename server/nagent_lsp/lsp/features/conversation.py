@@ -9,45 +9,47 @@ from lsprotocol import types
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
+from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations import conversation, conversation_summary
+from nagent_lsp.operations.args import CompactArgs, NamedArgs, NoArgs, UriArgs
 
 log = logging.getLogger("nagent_lsp")
 
 
-def register(server: Any) -> None:
-    async def run_open(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation.open_conversation(ls.session, LspPort(ls), raw)
+def register(server: NagentServer) -> None:
+    async def run_open(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        return await conversation.open_conversation(ls.session, LspPort(ls), args)
 
-    def run_list(ls: Any, raw: Any) -> dict[str, Any]:
-        return conversation.list_conversations(ls.session, raw)
+    def run_list(ls: NagentServer, args: NoArgs) -> dict[str, Any]:
+        return conversation.list_conversations(ls.session)
 
-    async def run_clear(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation.clear_conversation(ls.session, raw)
+    async def run_clear(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        return await conversation.clear_conversation(ls.session, args)
 
-    def run_save(ls: Any, raw: Any) -> dict[str, Any]:
-        return conversation.save_conversation(ls.session, raw)
+    def run_save(ls: NagentServer, args: NamedArgs) -> dict[str, Any]:
+        return conversation.save_conversation(ls.session, args)
 
-    async def run_load(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation.load_conversation(ls.session, raw)
+    async def run_load(ls: NagentServer, args: NamedArgs) -> dict[str, Any]:
+        return await conversation.load_conversation(ls.session, args)
 
-    async def run_summarize(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation_summary.summarize_conversation(ls.session, LspPort(ls), raw)
+    async def run_summarize(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        return await conversation_summary.summarize_conversation(ls.session, LspPort(ls), args)
 
-    async def run_compact(ls: Any, raw: Any) -> dict[str, Any]:
-        return await conversation_summary.compact_conversation(ls.session, LspPort(ls), raw)
+    async def run_compact(ls: NagentServer, args: CompactArgs) -> dict[str, Any]:
+        return await conversation_summary.compact_conversation(ls.session, LspPort(ls), args)
 
-    register_command(server, "nagent.conversation.summarize", run_summarize)
-    register_command(server, "nagent.conversation.compact", run_compact)
-    register_command(server, "nagent.conversation.open", run_open)
-    register_command(server, "nagent.conversation.list", run_list)
-    register_command(server, "nagent.conversation.clear", run_clear)
-    register_command(server, "nagent.conversation.save", run_save)
-    register_command(server, "nagent.conversation.load", run_load)
+    register_command(server, "nagent.conversation.summarize", UriArgs, run_summarize)
+    register_command(server, "nagent.conversation.compact", CompactArgs, run_compact)
+    register_command(server, "nagent.conversation.open", UriArgs, run_open)
+    register_command(server, "nagent.conversation.list", NoArgs, run_list)
+    register_command(server, "nagent.conversation.clear", UriArgs, run_clear)
+    register_command(server, "nagent.conversation.save", NamedArgs, run_save)
+    register_command(server, "nagent.conversation.load", NamedArgs, run_load)
 
     every_file = types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))
 
     @server.feature(types.WORKSPACE_DID_RENAME_FILES, types.FileOperationRegistrationOptions(filters=[every_file]))
-    def on_did_rename_files(ls: Any, params: types.RenameFilesParams) -> None:
+    def on_did_rename_files(ls: NagentServer, params: types.RenameFilesParams) -> None:
         # Synchronous on purpose: a small index update, done before the client's next request is handled.
         pairs = [(f.old_uri, f.new_uri) for f in params.files]
         try:

@@ -6,11 +6,13 @@ from typing import Any
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
+from nagent_lsp.lsp.server import NagentServer
+from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.edit import edit
 
 
-def register(server: Any) -> None:
-    async def run(ls: Any, raw: Any) -> dict[str, Any]:
-        return await edit(ls.session, LspPort(ls), raw)
+def register(server: NagentServer) -> None:
+    async def run(ls: NagentServer, args: EditArgs) -> dict[str, Any]:
+        return await edit(ls.session, LspPort(ls), args)
 
-    register_command(server, "nagent.edit", run)
+    register_command(server, "nagent.edit", EditArgs, run)

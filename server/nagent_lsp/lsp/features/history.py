@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,31 +11,21 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.commands import register_command
+from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations import history
-from nagent_lsp.config.args import file_argument, parse_args
+from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 
 log = logging.getLogger("nagent_lsp")
 
 
-@dataclass(frozen=True)
-class HistoryArgs:
-    uri: str
-    maxCommits: int | None = None
-
-
-@dataclass(frozen=True)
-class CoeditsArgs:
-    uri: str
-    limit: int | None = None
-
-
-def register(server: Any) -> None:
+def register(server: NagentServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def on_hover(ls: Any, params: types.HoverParams) -> types.Hover | None:
+    async def on_hover(ls: NagentServer, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
-        if not uri.startswith("file:"):
+        fs_path = to_fs_path(uri) if uri.startswith("file:") else None
+        if not fs_path:
             return None
-        path = Path(to_fs_path(uri))
+        path = Path(fs_path)
         line = params.position.line + 1
         try:
             # warm answers are memory lookups; a thread keeps a cold first query's git call off the event loop
@@ -48,13 +37,11 @@ def register(server: Any) -> None:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
 
-    def run_history(ls: Any, raw: Any) -> dict[str, Any]:
-        args = parse_args(HistoryArgs, raw)
-        return history.history_result(ls.session, file_argument(args.uri), args.maxCommits)
+    def run_history(ls: NagentServer, args: HistoryArgs) -> dict[str, Any]:
+        return history.history_result(ls.session, args)
 
-    def run_coedits(ls: Any, raw: Any) -> dict[str, Any]:
-        args = parse_args(CoeditsArgs, raw)
-        return history.coedits_result(ls.session, file_argument(args.uri), args.limit)
+    def run_coedits(ls: NagentServer, args: CoeditsArgs) -> dict[str, Any]:
+        return history.coedits_result(ls.session, args)
 
-    register_command(server, "nagent.history", run_history)
-    register_command(server, "nagent.coedits", run_coedits)
+    register_command(server, "nagent.history", HistoryArgs, run_history)
+    register_command(server, "nagent.coedits", CoeditsArgs, run_coedits)

@@ -6,23 +6,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.capabilities import can_pull_configuration
+from nagent_lsp.lsp.server import NagentServer
 
 log = logging.getLogger("nagent_lsp")
 CONFIG_TIMEOUT = 5.0
 
 
-def register(server: Any) -> None:
+def register(server: NagentServer) -> None:
     @server.feature(types.INITIALIZE)
-    def on_initialize(ls: Any, params: types.InitializeParams) -> None:
+    def on_initialize(ls: NagentServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.session.init_options = options if isinstance(options, dict) else None
-        folders = [Path(to_fs_path(f.uri)) for f in params.workspace_folders or [] if to_fs_path(f.uri)]
+        folders = [Path(path) for f in params.workspace_folders or [] if (path := to_fs_path(f.uri))]
         if not folders and (params.root_uri or params.root_path):
             root = to_fs_path(params.root_uri) if params.root_uri else params.root_path
             folders = [Path(root)] if root else []
@@ -30,7 +30,7 @@ def register(server: Any) -> None:
         _reload(ls)
 
     @server.feature(types.INITIALIZED)
-    async def on_initialized(ls: Any, params: types.InitializedParams) -> None:
+    async def on_initialized(ls: NagentServer, params: types.InitializedParams) -> None:
         ls.loop = asyncio.get_running_loop()  # log records from worker threads are sent through it
         ls.client_ready = True
         for problem in ls.pending_problems:
@@ -39,14 +39,14 @@ def register(server: Any) -> None:
         await pull_configuration(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def on_did_change_configuration(ls: Any, params: types.DidChangeConfigurationParams) -> None:
+    async def on_did_change_configuration(ls: NagentServer, params: types.DidChangeConfigurationParams) -> None:
         pushed = params.settings.get("nagent") if isinstance(params.settings, dict) else None
         if not await pull_configuration(ls) and isinstance(pushed, dict):
             ls.session.workspace_config = pushed
             _reload(ls)
 
     @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls: Any, params: Any = None) -> None:
+    def on_shutdown(ls: NagentServer, params: None = None) -> None:
         # Stop background history work (and its git processes) without waiting on the loop for a model reply.
         for service in list(ls.session.history_services.values()):
             try:
@@ -55,12 +55,12 @@ def register(server: Any) -> None:
                 log.info("closing a history service: %s", exc)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def on_folders(ls: Any, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    def on_folders(ls: NagentServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
         ls.session.workspace_folders = ls.folder_paths()
         _reload(ls)
 
 
-async def pull_configuration(ls: Any) -> bool:
+async def pull_configuration(ls: NagentServer) -> bool:
     """Ask the client for section `nagent`; False when the client cannot answer."""
     if not can_pull_configuration(ls.client_capabilities):
         return False
@@ -77,13 +77,9 @@ async def pull_configuration(ls: Any) -> bool:
     return True
 
 
-def _reload(ls: Any) -> None:
-    problems = ls.session.reload()
-    for problem in problems:
+def _reload(ls: NagentServer) -> None:
+    for problem in ls.session.reload():  # each problem once: the session returns only new ones
         text = str(problem)
-        if text in ls.reported_problems:
-            continue
-        ls.reported_problems.add(text)
         log.info("%s", text)
         if ls.client_ready:
             _show(ls, text)
@@ -91,5 +87,5 @@ def _reload(ls: Any) -> None:
             ls.pending_problems.append(text)
 
 
-def _show(ls: Any, text: str) -> None:
+def _show(ls: NagentServer, text: str) -> None:
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))

@@ -1,0 +1,129 @@
+"""One strict cattrs converter for JSON coming in (settings and command arguments), with field-named errors.
+
+JSON is taken as written: no "5" for 5, no 1 for true; a whole-number float counts as an int. Unknown keys are
+refused. `Annotated[T, check]` runs each check (a callable raising `Invalid`) after structuring T. Messages
+never quote a string value (people paste secrets into the wrong box): a string shows as its length.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+UNKNOWN = "unknown field"
+
+
+class Invalid(ValueError):
+    """A value refused by a structure hook or a check; the message says what was expected."""
+
+
+def shown(value: object) -> str:
+    """A value as an error message may show it: numbers and the like, never a string's text."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, bool) or value is None:
+        return "true" if value is True else "false" if value is False else "null"
+    kinds: dict[type, str] = {dict: "an object", list: "a list"}
+    return repr(value) if isinstance(value, (int, float)) else kinds.get(type(value), type(value).__name__)
+
+
+@attrs.frozen
+class Between:
+    low: float
+    high: float
+
+    def __call__(self, value: float) -> None:
+        if not self.low <= value <= self.high:
+            raise Invalid(f"must be between {self.low} and {self.high}, got {shown(value)}")
+
+
+@attrs.frozen
+class Check:
+    ok: Callable[[Any], bool]
+    message: str
+
+    def __call__(self, value: object) -> None:
+        if not self.ok(value):
+            raise Invalid(self.message)
+
+
+def _is_number(value: object) -> bool:
+    try:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _strict(kind: type, ok: Callable[[Any], bool], expected: str) -> Callable[[object, type], Any]:
+    def structure(value: object, _: type) -> Any:
+        if not ok(value):
+            raise Invalid(f"expected {expected}, got {shown(value)}")
+        return kind(value)
+
+    return structure
+
+
+_PRIMITIVES: dict[type, Callable[[object, type], Any]] = {
+    str: _strict(str, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    int: _strict(int, lambda v: _is_number(v) and float(v).is_integer(), "a whole number"),
+    float: _strict(float, _is_number, "a number"),
+    bool: _strict(bool, lambda v: isinstance(v, bool), "true or false"),
+    dict: _strict(dict, lambda v: isinstance(v, dict), "an object"),
+}
+
+
+def _strings(value: object, kind: type) -> Any:
+    if not isinstance(value, (list, tuple)):
+        raise Invalid(f"expected a list of strings, got {shown(value)}")
+    strings = [_PRIMITIVES[str](v, str) for v in value]
+    return tuple(strings) if typing.get_origin(kind) is tuple else strings
+
+
+def _literal(value: object, kind: type) -> Any:
+    if value not in typing.get_args(kind):
+        raise Invalid(f"expected one of {', '.join(map(str, typing.get_args(kind)))}")
+    return value
+
+
+def _annotated(kind: Any) -> Callable[[object, type], Any]:
+    base, *checks = typing.get_args(kind)
+
+    def structure(value: object, _: type) -> Any:
+        result = converter.structure(value, base)
+        for check in checks:
+            check(result)
+        return result
+
+    return structure
+
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+for _kind, _hook in _PRIMITIVES.items():
+    converter.register_structure_hook(_kind, _hook)
+converter.register_structure_hook_func(lambda t: t in (list[str], tuple[str, ...]), _strings)
+converter.register_structure_hook_func(lambda t: typing.get_origin(t) is Literal, _literal)
+converter.register_structure_hook_factory(lambda t: typing.get_origin(t) is Annotated, _annotated)
+
+
+def problems(exc: BaseException, path: str = "", kind: Any = None) -> Iterator[tuple[str, str]]:
+    """(dotted field name, message) for each value a structuring error refused; unknown keys say UNKNOWN."""
+    if isinstance(exc, ForbiddenExtraKeysError):
+        yield from ((f"{path}{key}", UNKNOWN) for key in sorted(exc.extra_fields))
+    elif isinstance(exc, ClassValidationError):
+        named, unnamed = exc.group_exceptions()
+        for sub, note in named:
+            yield from problems(sub, f"{path}{note.name}.", note.type)
+        for sub in unnamed:
+            yield from problems(sub, path, kind)
+    elif isinstance(exc, KeyError):
+        yield path.rstrip("."), "required field is missing"
+    elif isinstance(exc, Invalid):
+        yield path.rstrip("."), str(exc)
+    else:  # cattrs' own refusal (a nested object given as a number...): say what was expected, not the value
+        yield path.rstrip("."), f"expected {'an object' if attrs.has(kind) else getattr(kind, '__name__', kind)}"

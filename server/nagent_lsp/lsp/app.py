@@ -1,0 +1,15 @@
+"""The one place that lists every feature module: a server with all of them registered."""
+
+from __future__ import annotations
+
+from nagent_lsp.lsp import logs
+from nagent_lsp.lsp.features import codeaction, conversation, edit, history, lifecycle, splitpatch, status
+from nagent_lsp.lsp.server import NagentServer
+
+
+def create_server() -> NagentServer:
+    server = NagentServer()
+    for feature in (lifecycle, status, edit, conversation, history, splitpatch, codeaction):
+        feature.register(server)
+    logs.attach_client(server)
+    return server

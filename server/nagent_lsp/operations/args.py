@@ -1,0 +1,77 @@
+"""The argument of every command (DESIGN §4), as typed objects: the field names are the contract's camelCase
+names, a field with a default is optional. The LSP edge parses the JSON object into these with
+`config.args.parse_args` (InvalidParams naming the field); the CLI builds them directly. Light on purpose:
+importing this module imports neither git nor openai.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class NoArgs:
+    """`nagent.status`, `nagent.conversation.list`: `{}` or nothing."""
+
+
+@attrs.frozen
+class UriArgs:
+    """`nagent.summarize`, `nagent.conversation.open|clear|summarize`."""
+
+    uri: str
+
+
+@attrs.frozen
+class NamedArgs:
+    """`nagent.conversation.save|load`."""
+
+    uri: str
+    name: str
+
+
+@attrs.frozen
+class CompactArgs:
+    uri: str
+    instruction: str | None = None
+
+
+@attrs.frozen
+class EditArgs:
+    uri: str
+    request: str
+    range: dict | None = None  # {start: {line, character}, end: {line, character}}, checked by the edit
+    preview: bool | None = None
+
+
+@attrs.frozen
+class InstructionArgs:
+    """`nagent.instruction.apply`: the `nagent:` comment on a 0-based line is the request."""
+
+    uri: str
+    line: int
+
+
+@attrs.frozen
+class HistoryArgs:
+    uri: str
+    maxCommits: int | None = None
+
+
+@attrs.frozen
+class CoeditsArgs:
+    uri: str
+    limit: int | None = None
+
+
+@attrs.frozen
+class SplitArgs:
+    uri: str
+    targetBytes: int | None = None
+    natural: bool = False
+
+
+@attrs.frozen
+class PatchArgs:
+    indexPath: str
+    force: bool = False
+    dryRun: bool = False

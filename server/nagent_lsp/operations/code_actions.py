@@ -1,0 +1,60 @@
+"""What the code-action menu offers on a range of a file: the way into nagent for editors without a plugin
+(Helix, Kate, Zed…). Each offer names a command and its argument; lsp/features/codeaction.py turns them into
+LSP code actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from nagent_lsp.operations.instruction import instruction_at
+from nagent_lsp.operations.session import Session
+from nagent_lsp.store.splits import find_split_dirs
+
+
+@attrs.frozen
+class Offer:
+    title: str
+    kind: str  # an LSP CodeActionKind value: "quickfix", "refactor.rewrite", "refactor"
+    command: str
+    argument: dict[str, Any]
+    preferred: bool = False
+
+
+def offers(
+    session: Session, uri: str, path: Path, lines: Sequence[str], start: tuple[int, int], end: tuple[int, int]
+) -> list[Offer]:
+    """The actions for the (line, character) range start..end of the file `uri` (at `path`) holding `lines`."""
+    found: list[Offer] = []
+    for line in range(start[0], min(end[0], len(lines) - 1) + 1):
+        instruction = instruction_at(lines[line])
+        if instruction:
+            title = f"nagent: apply this instruction ({instruction[:40]}{'…' if len(instruction) > 40 else ''})"
+            argument = {"uri": uri, "line": line}
+            found.append(Offer(title, "quickfix", "nagent.instruction.apply", argument, preferred=True))
+            break
+    if start != end:
+        # The client supplies `request` (it must ask the user for it): plugins do, others skip this action.
+        selection = {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
+        edit = {"uri": uri, "range": selection}
+        found.append(Offer("nagent: edit selection", "refactor.rewrite", "nagent.edit", edit))
+    found.append(Offer("nagent: split this file into segments", "refactor", "nagent.split", {"uri": uri}))
+    for segment_dir in _latest_split(session, path):
+        index = {"indexPath": str(segment_dir / "index.json")}
+        found.append(Offer("nagent: merge edited segments back (patch)", "refactor", "nagent.patch", index))
+    found.append(Offer("nagent: show this file's history", "refactor", "nagent.history", {"uri": uri}))
+    return found
+
+
+def _latest_split(session: Session, path: Path) -> list[Path]:
+    """The newest split of this file, if any (offering every old split would only confuse)."""
+    root = session.state_root(path).path / "splits"
+    try:
+        found = find_split_dirs(root, path)
+        return sorted(found, key=lambda d: (d / "index.json").stat().st_mtime)[-1:]
+    except OSError:  # a split removed while we looked: offer none rather than fail the request
+        return []

@@ -1,14 +1,20 @@
-"""The small port through which workflows talk to an editor (LSP) or to the disk (CLI).
+"""The ports: `EditorPort`, through which operations talk to an editor (LSP) or to the disk (CLI), and `ChatModel`,
+through which they talk to a model.
 
-Workflows never import pygls/lsprotocol; the LSP layer and the CLI each implement `EditorPort`.
+Operations never import pygls/lsprotocol or openai; the LSP layer and the CLI each implement `EditorPort`,
+`llm.openai_chat` implements `ChatModel`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from nagent_lsp.core.model import Message, Reply
 
 
 @dataclass(frozen=True)
@@ -77,3 +83,19 @@ class EditorPort(Protocol):
         """Idempotent: only the first call reaches the editor."""
 
     def log(self, level: str, message: str) -> None: ...
+
+
+class ChatModel(Protocol):
+    """A configured chat model (the openai SDK behind it, any OpenAI-compatible endpoint)."""
+
+    async def complete(
+        self, messages: Sequence[Message], *, cancel: asyncio.Event | None = None, stop: list[str] | None = None
+    ) -> Reply:
+        """Raises ModelNotConfigured, ModelCancelled (cancel set, or the task cancelled) or ModelError."""
+
+    def complete_sync(
+        self, messages: Sequence[Message], *, stop: list[str] | None = None, cancel: threading.Event | None = None
+    ) -> Reply:
+        """The blocking form, for worker threads."""
+
+    async def aclose(self) -> None: ...

@@ -1,41 +1,33 @@
-"""The chat model a workflow uses: built from the session's settings, or a clear error naming what to set.
+"""The chat model an operation uses: built from the settings, or a clear error naming what to set.
 
 One place decides "is a model configured", so every command that needs one fails the same way.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Mapping
 
+from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import UserError
-
-ModelFactory = Callable[[Any, Any], Any]  # (settings, environ) -> a model with `configured` and `complete()`
-
-
-def chat_model(settings: Any, environ: Any) -> Any:
-    """The default factory: the openai adapter (imported lazily, so nothing else pays for importing openai)."""
-    from nagent_lsp.llm.openai_chat import ChatModel
-
-    return ChatModel(settings, environ)
+from nagent_lsp.core.ports import ChatModel
 
 
-def not_configured(settings: Any) -> UserError:
-    from nagent_lsp.llm.openai_chat import not_configured_message
+def chat_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
+    """The openai adapter (imported here, so nothing else pays for importing openai)."""
+    from nagent_lsp.llm.openai_chat import ChatModel as OpenAIChatModel
 
-    return UserError(not_configured_message(settings.apiKeyEnv))
+    return OpenAIChatModel(settings, environ)
 
 
-def require_model(session: Any, factory: ModelFactory | None = None) -> Any:
-    """A configured model for this session, or a UserError saying which setting or variable to set."""
-    settings = session.settings
-    environ = getattr(session, "environ", None)
+def require_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
+    """A configured model, or a UserError saying which setting or variable to set."""
     if not settings.model_configured(environ):
-        raise not_configured(settings)
-    return (factory or chat_model)(settings, environ)
+        from nagent_lsp.llm.openai_chat import not_configured_message
+
+        raise UserError(not_configured_message(settings.apiKeyEnv))
+    return chat_model(settings, environ)
 
 
-def optional_model(session: Any) -> Any | None:
+def optional_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel | None:
     """A configured model, or None (for work that is only better with a model, such as commit summaries)."""
-    settings = session.settings
-    environ = getattr(session, "environ", None)
     return chat_model(settings, environ) if settings.model_configured(environ) else None

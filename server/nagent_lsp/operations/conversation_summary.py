@@ -14,8 +14,8 @@ from nagent_lsp.core.model import Message, estimate_tokens
 from nagent_lsp.operations.args import CompactArgs, UriArgs
 from nagent_lsp.operations.conversation import resolve
 from nagent_lsp.core.errors import UserError
-from nagent_lsp.llm.models import ModelFactory, require_model
-from nagent_lsp.core.ports import EditorPort
+from nagent_lsp.llm.models import require_model
+from nagent_lsp.core.ports import ChatModel, EditorPort
 from nagent_lsp.operations.session import Session
 
 ASK = (
@@ -32,7 +32,7 @@ def _history_text(text: str) -> str:
     return text[block.end :].strip() if block is not None else text.strip()
 
 
-async def _summarise(model: Any, history: str, instruction: str | None) -> str:
+async def _summarise(model: ChatModel, history: str, instruction: str | None) -> str:
     ask = ASK + (f"\n\nAlso: {instruction}" if instruction else "")
     reply = await model.complete([Message("system", ask), Message("user", f"<conversation>\n{history}\n</conversation>")])
     summary = reply.text.strip()
@@ -42,9 +42,9 @@ async def _summarise(model: Any, history: str, instruction: str | None) -> str:
 
 
 async def summarize_conversation(
-    session: Session, port: EditorPort, args: UriArgs, model_factory: ModelFactory | None = None
+    session: Session, port: EditorPort, args: UriArgs
 ) -> dict[str, Any]:
-    model = require_model(session, model_factory)
+    model = require_model(session.settings, session.environ)
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
     if not history:
@@ -53,9 +53,9 @@ async def summarize_conversation(
 
 
 async def compact_conversation(
-    session: Session, port: EditorPort, args: CompactArgs, model_factory: ModelFactory | None = None
+    session: Session, port: EditorPort, args: CompactArgs
 ) -> dict[str, Any]:
-    model = require_model(session, model_factory)
+    model = require_model(session.settings, session.environ)
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
         convo = ConversationFile.open(ref.conversation_path, port)

@@ -21,8 +21,9 @@ from nagent_lsp.text.edits import unified_diff
 from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.core.errors import InvalidArgument, UserError
-from nagent_lsp.llm.models import ModelFactory, require_model
-from nagent_lsp.core.ports import EditorPort, FileChange, Progress
+from nagent_lsp.llm.models import require_model
+from nagent_lsp.core.ports import ChatModel, EditorPort, FileChange, Progress
+from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.session import Session
 
@@ -75,14 +76,13 @@ async def edit(
     session: Session,
     port: EditorPort,
     args: EditArgs,
-    model_factory: ModelFactory | None = None,
     finish: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
     selection_of("", args.range)  # a malformed range is refused before anything starts
-    model = require_model(session, model_factory)
+    model = require_model(session.settings, session.environ)
     path = target_path(session, args.uri)
     store = store_for(session, path)  # one store per state root for the server's life: its locks serialise runs
     state_root = store.state_root
@@ -93,19 +93,17 @@ async def edit(
             return await _run(session, port, args, model, path, state_root, ref, finish, progress)
         finally:
             port.end_progress(progress)  # a no-op when the run already ended it with its outcome
-            aclose = getattr(model, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await model.aclose()
 
 
 async def _run(
     session: Session,
     port: EditorPort,
     args: EditArgs,
-    model: Any,
+    model: ChatModel,
     path: Path,
     state_root: Path,
-    ref: Any,
+    ref: ConversationRef,
     finish: Callable[[str], str] | None,
     progress: Progress,
 ) -> dict[str, Any]:

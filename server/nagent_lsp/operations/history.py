@@ -41,7 +41,7 @@ from nagent_lsp.operations.session import Session
 def _summarizer_for(session: Session, stopping: threading.Event | None = None) -> Summarizer | None:
     if not session.settings.history.summarize:
         return None
-    model = optional_model(session)
+    model = optional_model(session.settings, session.environ)
     if model is None:
         return None
     return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))

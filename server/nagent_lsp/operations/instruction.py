@@ -11,7 +11,6 @@ from typing import Any
 
 from nagent_lsp.operations.edit import edit, read_text, target_path
 from nagent_lsp.core.errors import UserError
-from nagent_lsp.llm.models import ModelFactory
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.args import EditArgs, InstructionArgs
 from nagent_lsp.operations.session import Session
@@ -40,7 +39,7 @@ def without_line(text: str, line_text: str) -> str:
 
 
 async def apply_instruction(
-    session: Session, port: EditorPort, args: InstructionArgs, model_factory: ModelFactory | None = None
+    session: Session, port: EditorPort, args: InstructionArgs
 ) -> dict[str, Any]:
     path = target_path(session, args.uri)
     text, _ = read_text(port, path)
@@ -53,6 +52,6 @@ async def apply_instruction(
         f"on line {args.line + 1}; that comment will be removed.)"
     )
     return await edit(
-        session, port, EditArgs(uri=args.uri, request=request), model_factory,
+        session, port, EditArgs(uri=args.uri, request=request),
         finish=lambda staged: without_line(staged, comment),
     )

@@ -30,7 +30,7 @@ async def summarize_file(
         return hit
     owned = None
     if complete is None:
-        owned = require_model(session)
+        owned = require_model(session.settings, session.environ)
         complete = owned.complete
     try:
         return await summarize_text(source.text, path, cache_dir, complete)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Callable, Mapping, TypeVar
 
 from nagent_lsp.config.settings import SettingError, Settings, load_settings
 from nagent_lsp.config.state_root import StateRoot, resolve_state_root
-from nagent_lsp.history.service import HistoryService
-from nagent_lsp.store.conversations import ConversationStore
 from nagent_lsp.store.root import ensure_root
+
+if TYPE_CHECKING:  # built on first use, so a server or CLI that never needs them does not import them
+    from nagent_lsp.history.service import HistoryService
+    from nagent_lsp.store.conversations import ConversationStore
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -61,10 +63,14 @@ class Session:
 
     def conversation_store(self, root: Path) -> ConversationStore:
         """The one store of a state root (shared, so its run locks serialise every command on a file)."""
+        from nagent_lsp.store.conversations import ConversationStore
+
         return self._shared(self.conversation_stores, str(root), lambda: ConversationStore(root))
 
     def history_service(self, root: Path, cache_dir: Path) -> HistoryService:
         """One history service (index, caches, background worker) per (repository, cache folder)."""
+        from nagent_lsp.history.service import HistoryService
+
         return self._shared(self.history_services, (str(root), str(cache_dir)), lambda: HistoryService(root, cache_dir))
 
     def _shared(self, registry: dict[K, V], key: K, factory: Callable[[], V]) -> V:

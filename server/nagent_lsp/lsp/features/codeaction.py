@@ -12,20 +12,26 @@ from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import InstructionArgs
-from nagent_lsp.operations.code_actions import offers
-from nagent_lsp.operations.instruction import apply_instruction
 
 KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, types.CodeActionKind.Refactor]
 
 
+# Operations are imported when first used: start-up answers `initialize` without loading the edit loop,
+# git or the model SDK (benchmarks/startup.py measures it).
+
+
 def register(server: NagentServer) -> None:
     async def run(ls: NagentServer, args: InstructionArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.instruction import apply_instruction
+
         return await apply_instruction(ls.session, LspPort(ls), args)
 
     register_command(server, "nagent.instruction.apply", InstructionArgs, run)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS))
     def code_actions(ls: NagentServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        from nagent_lsp.operations.code_actions import offers
+
         uri, rng = params.text_document.uri, params.range
         path = to_fs_path(uri)
         if not path:

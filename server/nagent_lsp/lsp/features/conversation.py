@@ -10,32 +10,49 @@ from lsprotocol import types
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.operations import conversation, conversation_summary
 from nagent_lsp.operations.args import CompactArgs, NamedArgs, NoArgs, UriArgs
 
 log = logging.getLogger("nagent_lsp")
 
 
+# Operations are imported when first used: start-up answers `initialize` without loading the edit loop,
+# git or the model SDK (benchmarks/startup.py measures it).
+
+
 def register(server: NagentServer) -> None:
     async def run_open(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation
+
         return await conversation.open_conversation(ls.session, LspPort(ls), args)
 
     def run_list(ls: NagentServer, args: NoArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation
+
         return conversation.list_conversations(ls.session)
 
     async def run_clear(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation
+
         return await conversation.clear_conversation(ls.session, args)
 
     def run_save(ls: NagentServer, args: NamedArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation
+
         return conversation.save_conversation(ls.session, args)
 
     async def run_load(ls: NagentServer, args: NamedArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation
+
         return await conversation.load_conversation(ls.session, args)
 
     async def run_summarize(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation_summary
+
         return await conversation_summary.summarize_conversation(ls.session, LspPort(ls), args)
 
     async def run_compact(ls: NagentServer, args: CompactArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import conversation_summary
+
         return await conversation_summary.compact_conversation(ls.session, LspPort(ls), args)
 
     register_command(server, "nagent.conversation.summarize", UriArgs, run_summarize)
@@ -51,6 +68,8 @@ def register(server: NagentServer) -> None:
     @server.feature(types.WORKSPACE_DID_RENAME_FILES, types.FileOperationRegistrationOptions(filters=[every_file]))
     def on_did_rename_files(ls: NagentServer, params: types.RenameFilesParams) -> None:
         # Synchronous on purpose: a small index update, done before the client's next request is handled.
+        from nagent_lsp.operations import conversation
+
         pairs = [(f.old_uri, f.new_uri) for f in params.files]
         try:
             changed = conversation.files_renamed(ls.session, pairs)

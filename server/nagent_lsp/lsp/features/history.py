@@ -12,10 +12,13 @@ from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.operations import history
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 
 log = logging.getLogger("nagent_lsp")
+
+
+# Operations are imported when first used: start-up answers `initialize` without loading the edit loop,
+# git or the model SDK (benchmarks/startup.py measures it).
 
 
 def register(server: NagentServer) -> None:
@@ -25,6 +28,8 @@ def register(server: NagentServer) -> None:
         fs_path = to_fs_path(uri) if uri.startswith("file:") else None
         if not fs_path:
             return None
+        from nagent_lsp.operations import history
+
         path = Path(fs_path)
         line = params.position.line + 1
         try:
@@ -38,9 +43,13 @@ def register(server: NagentServer) -> None:
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
 
     def run_history(ls: NagentServer, args: HistoryArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import history
+
         return history.history_result(ls.session, args)
 
     def run_coedits(ls: NagentServer, args: CoeditsArgs) -> dict[str, Any]:
+        from nagent_lsp.operations import history
+
         return history.coedits_result(ls.session, args)
 
     register_command(server, "nagent.history", HistoryArgs, run_history)

@@ -8,20 +8,27 @@ from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
-from nagent_lsp.operations.patch import patch
-from nagent_lsp.operations.split import split
-from nagent_lsp.operations.summarize import summarize
+
+
+# Operations are imported when first used: start-up answers `initialize` without loading the edit loop,
+# git or the model SDK (benchmarks/startup.py measures it).
 
 
 def register(server: NagentServer) -> None:
     async def run_split(ls: NagentServer, args: SplitArgs) -> dict[str, Any]:
         # async (not a worker thread): the buffer is read from the server's document store on its own loop.
+        from nagent_lsp.operations.split import split
+
         return split(ls.session, LspPort(ls), args)
 
     async def run_patch(ls: NagentServer, args: PatchArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.patch import patch
+
         return await patch(ls.session, LspPort(ls), args)
 
     async def run_summarize(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.summarize import summarize
+
         return await summarize(ls.session, LspPort(ls), args)
 
     register_command(server, "nagent.split", SplitArgs, run_split)

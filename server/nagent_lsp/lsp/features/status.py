@@ -7,11 +7,12 @@ from typing import Any
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import NoArgs
-from nagent_lsp.operations.status import status
 
 
 def register(server: NagentServer) -> None:
     def run(ls: NagentServer, args: NoArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.status import status
+
         return status(ls.session)
 
     register_command(server, "nagent.status", NoArgs, run)

@@ -7,14 +7,22 @@ Operations never import pygls/lsprotocol or openai; the LSP layer and the CLI ea
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from nagent_lsp.core.model import Message, Reply
+
+if TYPE_CHECKING:
+    import asyncio
+
+
+def _new_event() -> asyncio.Event:
+    import asyncio  # the CLI's synchronous commands (status, history) never pay for importing asyncio
+
+    return asyncio.Event()
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,7 @@ class Progress:
     """A progress handle; `cancel` is set when the user cancels it from the editor."""
 
     title: str
-    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    cancel: asyncio.Event = field(default_factory=_new_event)
     token: str | None = None  # the editor's progress token, when it shows progress
     ended: bool = False
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from nagent_lsp.core.model import ModelError
 from nagent_lsp.config.state_root import git_toplevel
-from nagent_lsp.core.errors import UserError
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.model import ModelError
 from nagent_lsp.operations.session import Session
 
 
@@ -29,11 +29,15 @@ def run_guarded(action: Callable[[], Any]) -> int:
     """Exit 0 on success, 1 with the message on a user-actionable error, 2 on a bad argument."""
     try:
         result = action()
-        if asyncio.iscoroutine(result):
+        if inspect.iscoroutine(result):
+            import asyncio  # only the asynchronous subcommands (edit, patch, summarize) pay for it
+
             asyncio.run(result)
     except UserError as exc:
         print(f"nagent-lsp: {exc.message}", file=sys.stderr)
-        return 2 if exc.__class__.__name__ == "InvalidArgument" else 1
+        return 2 if isinstance(exc, InvalidArgument) else 1
+    except BrokenPipeError:  # `nagent-lsp history F | head`: the reader left, nothing to report
+        return 0
     except ModelError as exc:
         print(f"nagent-lsp: {exc}", file=sys.stderr)
         return 1

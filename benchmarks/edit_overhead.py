@@ -5,7 +5,8 @@ OpenAI-compatible test server, which answers instantly with a <nagent-write> of 
 changed, then a <nagent-response>. For files of 1k, 10k and 50k lines it prints the median time from sending
 `nagent.edit` to the client receiving the applyEdit, minus the model calls as the server timed them (its
 log's "model call took" lines: the SDK's HTTP round trip and JSON of the whole conversation), beside the
-floor measured in the same run (each run starts from a cleared conversation): just diffing the two texts into minimal edits in-process
+floor measured in the same run (each run starts from a cleared conversation): just diffing the two texts into
+minimal edits in-process
 (`nagent_lsp.text.edits.minimal_edits`, what any minimal-edit delivery must do at least).
 
     .venv/bin/python -m benchmarks.edit_overhead [--runs 5]
@@ -31,7 +32,9 @@ from tests.harness.lsp import open_editor  # noqa: E402
 
 
 def make_text(lines: int) -> str:
-    return "".join(f"def function_{i}(x):\n    return x * {i}  # line {i}\n" if i % 2 == 0 else "\n" for i in range(lines))
+    return "".join(
+        f"def function_{i}(x):\n    return x * {i}  # line {i}\n" if i % 2 == 0 else "\n" for i in range(lines)
+    )
 
 
 def modify(text: str) -> str:
@@ -67,8 +70,11 @@ async def measure(lines: int, runs: int, base: Path) -> tuple[float, float, int]
 
     def responder(request):
         last = request.messages[-1]["content"]
-        return "<nagent-response>done</nagent-response>" if "<nagent-write-result" in last else f'<nagent-write path="{target}">\n{new}</nagent-write>'
-
+        return (
+            "<nagent-response>done</nagent-response>"
+            if "<nagent-write-result" in last
+            else f'<nagent-write path="{target}">\n{new}</nagent-write>'
+        )
 
     fake = FakeOpenAI(responder=responder)
     env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-bench", "NAGENT_MODEL": "bench"}
@@ -77,7 +83,9 @@ async def measure(lines: int, runs: int, base: Path) -> tuple[float, float, int]
         log_file = base / f"server{lines}.log"
         seen = 0
         args = ("-v", "--log-file", str(log_file))
-        async with open_editor("vscode", work, base / "home", env=env, init_options={"history": {"summarize": False}}, server_args=args) as editor:
+        async with open_editor(
+            "vscode", work, base / "home", env=env, init_options={"history": {"summarize": False}}, server_args=args
+        ) as editor:
             for run in range(runs + 1):  # the first run warms caches (history index, imports)
                 editor.open(target, old) if run == 0 else editor.change(target, old)
                 # Each sample starts from an empty conversation, so every run measures the same work.

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from nagent_lsp.config.settings import HistorySettings, Settings  # noqa: E402
 from nagent_lsp.history import render  # noqa: E402
-from nagent_lsp.operations import history  # noqa: E402
 from nagent_lsp.history.service import HistoryService  # noqa: E402
+from nagent_lsp.operations import history  # noqa: E402
 
 
 class BenchSession:
@@ -96,8 +96,16 @@ def line(label: str, value: float, floor: float | None = None, floor_label: str 
 
 def nagent_sequence(repo: Path, rel: str) -> int:
     run_git(repo, "rev-parse", "--show-toplevel")
-    out = run_git(repo, "log", "--follow", "--max-count=50", "--date=short",
-                  "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%ae%x1f%s", "--", rel).decode()
+    out = run_git(
+        repo,
+        "log",
+        "--follow",
+        "--max-count=50",
+        "--date=short",
+        "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%ae%x1f%s",
+        "--",
+        rel,
+    ).decode()
     hashes = [row.split("\x1f")[0] for row in out.splitlines() if row.count("\x1f") == 5]
     for sha in hashes:
         run_git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", sha)
@@ -116,8 +124,10 @@ def main() -> int:
     hs = HistorySettings()
     commits = int(run_git(repo, "rev-list", "--count", "HEAD"))
     print(f"repository {repo}: {commits} commits, {len(run_git(repo, 'ls-files').splitlines())} files; file {rel}")
-    print(f"git {run_git(repo, 'version').decode().split()[-1]}, python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
+    print(
+        f"git {run_git(repo, 'version').decode().split()[-1]}, python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}"
+    )
 
     # -- full pass: floor against our cold build, alternated -------------------------------------------------
     floors, builds, builds_persisted = [], [], []
@@ -203,8 +213,13 @@ def main() -> int:
 
         # incremental update after one new commit (made on a temporary branch, removed afterwards)
         branch = run_git(repo, "symbolic-ref", "--short", "HEAD").decode().strip()
-        env = dict(os.environ, GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.org",
-                   GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.org")
+        env = dict(
+            os.environ,
+            GIT_AUTHOR_NAME="Bench",
+            GIT_AUTHOR_EMAIL="bench@example.org",
+            GIT_COMMITTER_NAME="Bench",
+            GIT_COMMITTER_EMAIL="bench@example.org",
+        )
         try:
             run_git(repo, "checkout", "-q", "-b", "nagent-bench-tmp")
             with open(repo / rel, "a") as handle:
@@ -238,20 +253,37 @@ def main() -> int:
     print("nagent")
     line(f"--follow -n 50 + {n_nagent} x diff-tree", nagent, follow, "of follow")
     print("ours")
-    line("cold index build (until queryable)", min(builds), floor_pass, "of full pass",
-         "<= 1.3x", min(builds) <= 1.3 * floor_pass)
+    line(
+        "cold index build (until queryable)",
+        min(builds),
+        floor_pass,
+        "of full pass",
+        "<= 1.3x",
+        min(builds) <= 1.3 * floor_pass,
+    )
     line("   median (floor median)", statistics.median(builds), statistics.median(floors), "of full pass")
     line("   CPU time, git + parsing (floor: git CPU)", min(build_cpu), min(floor_cpu), "of full pass CPU")
     line("   including writing the index to cache/", min(builds_persisted), floor_pass, "of full pass")
-    line(f"first history before index ({n_before} commits)", before, nagent, "of nagent",
-         ">= 5x faster", nagent / before >= 5)
-    line("first history before index, maxCommits=50", before50, nagent, "of nagent",
-         ">= 5x faster", nagent / before50 >= 5)
+    line(
+        f"first history before index ({n_before} commits)",
+        before,
+        nagent,
+        "of nagent",
+        ">= 5x faster",
+        nagent / before >= 5,
+    )
+    line(
+        "first history before index, maxCommits=50",
+        before50,
+        nagent,
+        "of nagent",
+        ">= 5x faster",
+        nagent / before50 >= 5,
+    )
     line("first history after index", after, nagent, "of nagent", ">= 5x faster", nagent / after >= 5)
     line(f"warm hover p50 ({args.hovers} hovers)", p50, spawn, "of one git process")
     line(f"warm hover p99 ({hover_git} git processes)", p99, spawn, "of one git process", "<= 20 ms", p99 <= 0.020)
-    line("incremental update, 1 new commit", incremental, inc_floor, "of git log -1", "<= 50 ms",
-         incremental <= 0.050)
+    line("incremental update, 1 new commit", incremental, inc_floor, "of git log -1", "<= 50 ms", incremental <= 0.050)
     line("index load on restart (from cache/)", load, floor_pass, "of full pass")
     return 0
 

@@ -123,7 +123,9 @@ def main() -> int:
             repo.content[HOT] = repo.content.pop(HOT_OLD)
             repo.reindex()
             hot_name = HOT
-            main_tip = commit("main", "core: move the engine under src/core", [f"R {HOT_OLD} {HOT}\n".encode()], main_tip)
+            main_tip = commit(
+                "main", "core: move the engine under src/core", [f"R {HOT_OLD} {HOT}\n".encode()], main_tip
+            )
             renames += 1
             made += 1
             continue

@@ -27,7 +27,7 @@ MB = 1024 * 1024
 
 def gen_py(rng: random.Random, i: int) -> str:
     return (
-        f"@decorator\ndef function_{i}(value, other=None):\n    \"\"\"Doc é {i}.\"\"\"\n"
+        f'@decorator\ndef function_{i}(value, other=None):\n    """Doc é {i}."""\n'
         f"    if value > {rng.randint(0, 99)}:\n        return value * {i}\n\n    return other\n\n\n"
         + (f"class Thing{i}:\n    def method(self):\n        return {i}\n\n\n" if i % 5 == 0 else "")
     )
@@ -41,7 +41,10 @@ def gen_cpp(rng: random.Random, i: int) -> str:
 
 
 def gen_json(rng: random.Random, i: int) -> str:
-    return json.dumps({f"key_{i}": {"a": [i, rng.randint(0, 9)], "b": f"text é {i}", "c": {"d": True}}}, indent=2)[2:-2] + ",\n"
+    return (
+        json.dumps({f"key_{i}": {"a": [i, rng.randint(0, 9)], "b": f"text é {i}", "c": {"d": True}}}, indent=2)[2:-2]
+        + ",\n"
+    )
 
 
 def gen_md(rng: random.Random, i: int) -> str:
@@ -49,7 +52,7 @@ def gen_md(rng: random.Random, i: int) -> str:
 
 
 def gen_txt(rng: random.Random, i: int) -> str:
-    return "A line of plain text in a log file, entry number %d\r\n" % i + ("\r\n" if i % 7 == 0 else "")
+    return f"A line of plain text in a log file, entry number {i}\r\n" + ("\r\n" if i % 7 == 0 else "")
 
 
 GENERATORS = {"py": gen_py, "cpp": gen_cpp, "json": gen_json, "md": gen_md, "txt": gen_txt}
@@ -85,7 +88,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     sizes = [float(s) for s in args.sizes.split(",")]
-    header = f"{'type':<5} {'size':>6} {'segs':>5} {'floor':>9} {'split mem':>10} {'split disk':>11} {'merge':>9}   ratios (floor/x)"
+    header = (
+        f"{'type':<5} {'size':>6} {'segs':>5} {'floor':>9} {'split mem':>10} {'split disk':>11} {'merge':>9}"
+        "   ratios (floor/x)"
+    )
     print(header)
     print("-" * len(header))
     worst = []
@@ -107,7 +113,12 @@ def main() -> None:
 
                 t_mem = best(split_mem, args.repeat)
                 results = []
-                t_disk = best(lambda: results.append(split_text(source.read_bytes().decode(), source, root / "splits", split_type=kind)), args.repeat)
+                t_disk = best(
+                    lambda: results.append(
+                        split_text(source.read_bytes().decode(), source, root / "splits", split_type=kind)
+                    ),
+                    args.repeat,
+                )
                 index_path = results[-1].index_path
                 nsegs = results[-1].index["segment_count"]
 
@@ -123,7 +134,10 @@ def main() -> None:
                     f"{kind:<5} {mb:>5.1f}M {nsegs:>5} {rates[0]:>7.0f}MB/s {rates[1]:>8.0f}MB/s {rates[2]:>9.0f}MB/s"
                     f" {rates[3]:>7.0f}MB/s   mem {ratios[0]:.1f}x  disk {ratios[1]:.1f}x  merge {ratios[2]:.1f}x"
                 )
-    ok = all((r_split >= 50 or q_split <= 3) and (r_merge >= 50 or q_merge <= 3) for _, _, r_split, q_split, r_merge, q_merge in worst)
+    ok = all(
+        (r_split >= 50 or q_split <= 3) and (r_merge >= 50 or q_merge <= 3)
+        for _, _, r_split, q_split, r_merge, q_merge in worst
+    )
     print(f"\ngoal (split in memory and merge >= 50 MB/s or within 3x of the floor): {'met' if ok else 'NOT met'}")
 
 

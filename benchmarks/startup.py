@@ -33,11 +33,16 @@ def _frame(payload: dict) -> bytes:
 
 def time_initialize(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     """Seconds from spawning the server to reading its `initialize` response."""
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"processId": None, "rootUri": cwd.as_uri(), "capabilities": {}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"processId": None, "rootUri": cwd.as_uri(), "capabilities": {}},
+    }
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, cwd=cwd)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame(init))
     proc.stdin.flush()
@@ -73,8 +78,12 @@ def time_command(argv: list[str], env: dict[str, str], cwd: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--file", type=Path, default=ROOT / "server" / "nagent_lsp" / "headless" / "cli.py",
-                        help="a file in a git repository for `history` (default: one of ours)")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        default=ROOT / "server" / "nagent_lsp" / "headless" / "cli.py",
+        help="a file in a git repository for `history` (default: one of ours)",
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="nagent-startup-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NAGENT_"))}
@@ -90,7 +99,7 @@ def main() -> int:
         "nagent-lsp history FILE": ("cmd", [PYTHON, "-m", "nagent_lsp", "history", str(args.file.resolve())]),
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
-    for name, (kind, argv) in cases.items():  # warm the OS page cache and .pyc files once
+    for kind, argv in cases.values():  # warm the OS page cache and .pyc files once
         (time_initialize if kind == "lsp" else time_command)(argv, env, cwd)
     for _ in range(args.runs):
         for name, (kind, argv) in cases.items():
@@ -110,7 +119,7 @@ def main() -> int:
         ("--version / python -c pass", median["nagent-lsp --version"] / median["python -c pass"], None),
     ]
     for label, ratio, goal in checks:
-        verdict = "" if goal is None else ("  (goal ≤ %.1f×: %s)" % (goal, "met" if ratio <= goal else "NOT met"))
+        verdict = "" if goal is None else ("  (goal ≤ {:.1f}×: {})".format(goal, "met" if ratio <= goal else "NOT met"))
         print(f"  {label:<36} {ratio:5.2f}×{verdict}")
     return 0
 

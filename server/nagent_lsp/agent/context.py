@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from nagent_lsp.core.limits import INLINE_LIMIT
 
@@ -31,9 +31,9 @@ class InstanceFacts:
     extra: tuple[tuple[str, str], ...] = field(default=())  # more "- key: value" environment lines
 
     @classmethod
-    def gather(cls, **values: object) -> "InstanceFacts":
+    def gather(cls, **values: object) -> InstanceFacts:
         """Facts with today's UTC date and this machine's OS filled in (the only impure part)."""
-        values.setdefault("date", datetime.now(timezone.utc).strftime("%Y-%m-%d"))
+        values.setdefault("date", datetime.now(UTC).strftime("%Y-%m-%d"))
         values.setdefault("os", platform.platform())
         return cls(**values)  # type: ignore[arg-type]
 
@@ -105,12 +105,14 @@ def _target(path: str, text: str | None, version: int | None) -> str:
         return _block(
             "target-file",
             f"{path} is {size} bytes, over the {INLINE_LIMIT // 1024} KiB shown inline, so its text is not here. "
-            f"Use <nagent-file-read path=\"{path}\"/> to get it as split segments, change the segment files with "
-            "<nagent-write>, then merge them into the target with <nagent-file-patch index=\"...\"/>.",
+            f'Use <nagent-file-read path="{path}"/> to get it as split segments, change the segment files with '
+            '<nagent-write>, then merge them into the target with <nagent-file-patch index="..."/>.',
         )
     if CLOSE_TAG in text:
         # Inlining would end this block early when the conversation is parsed back.
-        return _block("target-file", f"{path} contains this block's closing tag, so it is not inlined; read it with {read}.")
+        return _block(
+            "target-file", f"{path} contains this block's closing tag, so it is not inlined; read it with {read}."
+        )
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     version_attr = f" version={version}" if version is not None else ""
     newline_attr = "" if not text or text.endswith("\n") else " final_newline=no"
@@ -128,7 +130,7 @@ def _selection(path: str, sel: Selection) -> str:
         f"to line {sel.end_line + 1} column {sel.end_character + 1}) of {path}"
     )
     if CLOSE_TAG in sel.text:
-        return _block("selection", f"The user selected {where}; read that range with <nagent-read path=\"{path}\"/>.")
+        return _block("selection", f'The user selected {where}; read that range with <nagent-read path="{path}"/>.')
     return _block("selection", sel.text, f"{where}; the request is about this range")
 
 

@@ -8,10 +8,10 @@ turn. Files listed twice, cycles, missing and unreadable files are skipped: a br
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
-
+from typing import Any
 
 YAML_NAME = "context.yaml"
 MARKDOWN_NAME = "context.md"

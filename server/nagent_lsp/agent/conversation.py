@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nagent_lsp.store.atomic import atomic_write_text
-from nagent_lsp.tags.transcript import INITIAL_CONTEXT, append_block, set_initial_context
-from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.core.ports import EditorPort
+from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.tags.transcript import INITIAL_CONTEXT, append_block, set_initial_context
 
 
 @dataclass
@@ -18,7 +18,7 @@ class ConversationFile:
     secrets: tuple[str, ...] = ()  # never written: a read or a result that holds one gets it redacted
 
     @classmethod
-    def open(cls, path: Path, port: EditorPort | None = None, secrets: tuple[str, ...] = ()) -> "ConversationFile":
+    def open(cls, path: Path, port: EditorPort | None = None, secrets: tuple[str, ...] = ()) -> ConversationFile:
         """The user's latest words win: an open buffer (unsaved edits included) over the file on disk."""
         buffer = port.read_buffer(path) if port is not None else None
         text = buffer.text if buffer is not None else read_disk_text(path)

@@ -14,19 +14,9 @@ from dataclasses import dataclass, field
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.run import MAX_DEPTH, EditSession
 from nagent_lsp.agent.tools import execute
-from nagent_lsp.store.atomic import atomic_write_text
-from nagent_lsp.tags.transcript import (
-    TurnStatus,
-    agent_response_block,
-    last_turn_status,
-    next_input_block,
-    system_block,
-    to_messages,
-    user_prompt_block,
-    utc_stamp,
-)
 from nagent_lsp.core.identity import slug
 from nagent_lsp.core.model import ModelCancelled, ModelError, ModelNotConfigured
+from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.tags import (
     MAX_ATTEMPTS,
     Conversation,
@@ -40,7 +30,16 @@ from nagent_lsp.tags import (
     parse_reply,
     render_result,
 )
-
+from nagent_lsp.tags.transcript import (
+    TurnStatus,
+    agent_response_block,
+    last_turn_status,
+    next_input_block,
+    system_block,
+    to_messages,
+    user_prompt_block,
+    utc_stamp,
+)
 
 log = logging.getLogger("nagent_lsp")
 
@@ -93,7 +92,9 @@ async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome
     return outcome
 
 
-async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: int) -> tuple[str, ParsedReply, str | None]:
+async def _accepted_reply(
+    session: EditSession, convo: ConversationFile, turn: int
+) -> tuple[str, ParsedReply, str | None]:
     provider_failed = False
     last_error = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -115,7 +116,12 @@ async def _accepted_reply(session: EditSession, convo: ConversationFile, turn: i
         if note is None:
             return reply.text, parsed, reply.finish_reason
         kept = _keep_raw(session, convo, turn, attempt, reply.text)
-        convo.append(system_block(f"{note} (Attempt {attempt} of {MAX_ATTEMPTS}; the rejected reply is kept in {kept}, not in this conversation.)"))
+        convo.append(
+            system_block(
+                f"{note} (Attempt {attempt} of {MAX_ATTEMPTS}; the rejected reply is kept in {kept}, "
+                "not in this conversation.)"
+            )
+        )
     message = exhausted_message(provider_failed)
     if provider_failed and last_error:
         message = f"{message} Last error: {last_error}"
@@ -186,6 +192,10 @@ async def run_child(parent: EditSession, action: Conversation) -> str:
 
 def _child_depth_error(session: EditSession, action: Conversation) -> str | None:
     if session.depth + 1 > MAX_DEPTH:
-        body = conversation_result_body(1, "", f"sub-conversations may nest at most {MAX_DEPTH} deep; do this task yourself")
-        return render_result("conversation", {"conversation": action.conversation_file or "", "tokens_in": 0, "tokens_out": 0}, body)
+        body = conversation_result_body(
+            1, "", f"sub-conversations may nest at most {MAX_DEPTH} deep; do this task yourself"
+        )
+        return render_result(
+            "conversation", {"conversation": action.conversation_file or "", "tokens_in": 0, "tokens_out": 0}, body
+        )
     return None

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from nagent_lsp.agent.sandbox import Refused, confine_read
 from nagent_lsp.config.settings import DEFAULT_DENY_READ
-from nagent_lsp.core.ports import Buffer
-
 from nagent_lsp.core.limits import INLINE_LIMIT as READ_LIMIT  # larger files go through <nagent-file-read> segments
+from nagent_lsp.core.ports import Buffer
 
 
 class BufferReader(Protocol):

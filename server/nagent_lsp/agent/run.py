@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from nagent_lsp.agent.permissions import ShellPermission
-from nagent_lsp.llm.tokens import Tokens
-from nagent_lsp.core.model import Message, Reply
 from nagent_lsp.config.settings import Settings
+from nagent_lsp.core.model import Message, Reply
 from nagent_lsp.core.ports import EditorPort, Progress
+from nagent_lsp.llm.tokens import Tokens
 
 MAX_DEPTH = 2  # sub-conversations may nest this deep; deeper requests get an error result
 
@@ -54,7 +55,7 @@ class EditSession:
     async def ask_model(self, messages: list[Message]) -> Reply:
         return await self.complete(messages, cancel=self.cancel)
 
-    def child(self, **changes: Any) -> "EditSession":
+    def child(self, **changes: Any) -> EditSession:
         """A sub-conversation: same target, staged text, permissions and cancel; its own tokens."""
         values = {**self.__dict__, "depth": self.depth + 1, "tokens": Tokens(), **changes}
         return EditSession(**values)

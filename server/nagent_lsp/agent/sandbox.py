@@ -7,9 +7,9 @@ and `denyRead` globs are matched against what was asked for and what it resolves
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
 from nagent_lsp.config.settings import DEFAULT_DENY_READ
 

@@ -14,9 +14,9 @@ import os
 import re
 import shutil
 import signal
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from nagent_lsp.store.atomic import atomic_write_bytes
 
@@ -96,7 +96,7 @@ async def run_shell(
         _killpg(proc.pid, signal.SIGKILL)
         try:
             await asyncio.wait_for(asyncio.shield(reader), DRAIN_GRACE)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             # Something that left the group (setsid) still holds the pipe: stop listening to it.
             reader.cancel()
     except asyncio.CancelledError:
@@ -123,7 +123,7 @@ async def _stop_group(proc: asyncio.subprocess.Process, waiter: asyncio.Task) ->
     _killpg(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(asyncio.shield(waiter), TERM_GRACE)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     # Children may ignore SIGTERM (or the shell exited and left them): the group is killed regardless.
     _killpg(proc.pid, signal.SIGKILL)

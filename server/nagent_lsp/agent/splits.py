@@ -92,7 +92,7 @@ def plan_patch(index_path: Path, current_text: str, *, force: bool = False) -> P
             f"segments in index.json cover lines 1-{expected_start - 1} but the source had {line_count} lines"
         )
     texts = []
-    for position, entry in enumerate(entries, 1):
+    for entry in entries:
         path = _segment_path(index_path, entry)
         try:
             raw = path.read_bytes()
@@ -116,7 +116,7 @@ def plan_patch(index_path: Path, current_text: str, *, force: bool = False) -> P
         source_path=source,
         original=current_text,
         merged="".join(texts),
-        segments=list(zip(entries, texts)),
+        segments=list(zip(entries, texts, strict=False)),
         repaired=repaired,
     )
 

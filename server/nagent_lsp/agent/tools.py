@@ -7,29 +7,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nagent_lsp.agent.sandbox import Refused, confine_read
 from nagent_lsp.agent.read import read_action
-from nagent_lsp.agent.shell import run_shell
-from nagent_lsp.agent.write_policy import check_write
 from nagent_lsp.agent.run import EditSession
-from nagent_lsp.store.atomic import atomic_write_text
-from nagent_lsp.core.limits import INLINE_LIMIT
+from nagent_lsp.agent.sandbox import Refused, confine_read
+from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.splits import plan_patch, refresh_split, split_text
+from nagent_lsp.agent.write_policy import check_write
+from nagent_lsp.core.errors import PatchError, SplitError
+from nagent_lsp.core.identity import sha256_hex
+from nagent_lsp.core.limits import INLINE_LIMIT
+from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.store.splits import SplitResult, find_split_dirs, load_index
 from nagent_lsp.tags import (
     Action,
-    Conversation,
     FilePatch,
     FileRead,
     Read,
     Shell,
     Write,
-    conversation_result_body,
     render_result,
 )
-from nagent_lsp.core.errors import PatchError, SplitError
-from nagent_lsp.core.identity import sha256_hex
-from nagent_lsp.store.splits import SplitResult, find_split_dirs, load_index
-
 
 
 async def execute(session: EditSession, action: Action) -> str:
@@ -63,7 +60,9 @@ def _read(session: EditSession, path_str: str) -> str:
     if _names_target(session, path_str):
         # The model reads back its own staged edits, not the text it started from.
         if len(session.staged.encode("utf-8")) > INLINE_LIMIT:
-            return render_result("read", {"path": path_str, "error": f'file too large; use <nagent-file-read path="{path_str}"/>'})
+            return render_result(
+                "read", {"path": path_str, "error": f'file too large; use <nagent-file-read path="{path_str}"/>'}
+            )
         return render_result("read", {"path": path_str}, session.staged)
     outcome = read_action(path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd)
     if not outcome.ok:
@@ -79,7 +78,9 @@ def _file_read(session: EditSession, path_str: str) -> str:
     if _is_target(session, path):
         text = session.staged
     else:
-        outcome = read_action(path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd, limit=1 << 40)
+        outcome = read_action(
+            path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd, limit=1 << 40
+        )
         if not outcome.ok:
             return render_result("file-read", {"path": path_str, "error": outcome.error})
         text = outcome.text or ""
@@ -91,14 +92,30 @@ def _file_read(session: EditSession, path_str: str) -> str:
     except SplitError as exc:
         return render_result("file-read", {"path": path_str, "error": str(exc)})
     segments = result.index["segments"]
-    lines = [f"The file is larger than {INLINE_LIMIT} bytes and was split.", f"index_path: {result.index_path}", "segments:"]
-    lines += [f"- segment {i}: lines {s['start_line_num']}-{s['end_line_num']} at {s['path']}" for i, s in enumerate(segments, 1)]
+    lines = [
+        f"The file is larger than {INLINE_LIMIT} bytes and was split.",
+        f"index_path: {result.index_path}",
+        "segments:",
+    ]
+    lines += [
+        f"- segment {i}: lines {s['start_line_num']}-{s['end_line_num']} at {s['path']}"
+        for i, s in enumerate(segments, 1)
+    ]
     if _is_target(session, path):
-        lines.append(f'Edit segment files with <nagent-write>, then merge them with <nagent-file-patch index="{result.index_path}"/>.')
+        lines.append(
+            "Edit segment files with <nagent-write>, then merge them with "
+            f'<nagent-file-patch index="{result.index_path}"/>.'
+        )
     else:
         lines.append("Read the segments you need with <nagent-read>; this file is read-only in this session.")
     session.report(f"split {path.name} into {len(segments)} segments")
-    attrs = {"path": path_str, "mode": "split", "size_bytes": size, "index_path": result.index_path, "segment_count": len(segments)}
+    attrs = {
+        "path": path_str,
+        "mode": "split",
+        "size_bytes": size,
+        "index_path": result.index_path,
+        "segment_count": len(segments),
+    }
     return render_result("file-read", attrs, "\n".join(lines))
 
 
@@ -122,9 +139,19 @@ def _file_patch(session: EditSession, index_str: str) -> str:
         index_path = session.splits_root() / index_path
     index_path = index_path.resolve()
     if index_path.parent.parent != session.splits_root().resolve():
-        return render_result("file-patch", {"index": index_str, "status": "error"}, "only splits made in this workspace's .nagent/splits can be patched")
-    if index_path.parent not in [d.resolve() for d in find_split_dirs(session.splits_root(), session.target, session.file_id)]:
-        return render_result("file-patch", {"index": index_str, "status": "error"}, f"this index does not belong to {session.target}; only the target may be patched")
+        return render_result(
+            "file-patch",
+            {"index": index_str, "status": "error"},
+            "only splits made in this workspace's .nagent/splits can be patched",
+        )
+    if index_path.parent not in [
+        d.resolve() for d in find_split_dirs(session.splits_root(), session.target, session.file_id)
+    ]:
+        return render_result(
+            "file-patch",
+            {"index": index_str, "status": "error"},
+            f"this index does not belong to {session.target}; only the target may be patched",
+        )
     try:
         # force: the staged text legitimately differs from the split source after earlier staged writes.
         plan = plan_patch(index_path, session.staged, force=True)
@@ -133,7 +160,12 @@ def _file_patch(session: EditSession, index_str: str) -> str:
     changed = plan.merged != session.staged
     session.staged = plan.merged
     refresh_split(index_path, plan.merged)  # keep the segments describing the staged text for further edits
-    attrs = {"index": index_str, "status": "ok", "changed": "true" if changed else "false", "source_path": session.target}
+    attrs = {
+        "index": index_str,
+        "status": "ok",
+        "changed": "true" if changed else "false",
+        "source_path": session.target,
+    }
     return render_result("file-patch", attrs)
 
 
@@ -149,7 +181,14 @@ def _write(session: EditSession, path_str: str, content: str) -> str:
     else:
         atomic_write_text(where.path, content)  # segments are server-owned working files
         staged_note = "segment"
-    attrs = {"path": path_str, "status": "ok", "resolved": where.path, "bytes": len(content.encode("utf-8")), "lines": content.count("\n"), "kind": staged_note}
+    attrs = {
+        "path": path_str,
+        "status": "ok",
+        "resolved": where.path,
+        "bytes": len(content.encode("utf-8")),
+        "lines": content.count("\n"),
+        "kind": staged_note,
+    }
     session.report(f"wrote {where.path.name}")
     return render_result("write", attrs)
 

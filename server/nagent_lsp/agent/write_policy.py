@@ -7,14 +7,14 @@ segment files, which belong to the split, not to the user's tree.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 from nagent_lsp.agent.sandbox import Refused, resolve_in
 from nagent_lsp.core.identity import file_id_for
 from nagent_lsp.store.splits import INDEX
-
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""State root resolution (DESIGN §2; creating it is store.root's job): `<repo>/.nagent`, else the workspace folder's, else `~/.nagent`."""
+"""State root resolution (DESIGN §2): `<repo>/.nagent`, else the workspace folder's, else `~/.nagent`.
+
+Resolution only; creating a root is `store.root`'s job."""
 
 from __future__ import annotations
 
@@ -54,4 +56,3 @@ def resolve_state_root(
         base = Path(top) if top else workspace_folders[0]
         return StateRoot(base / STATE_DIR, "repository" if top else "workspace")
     return StateRoot(home_root(), "home")
-

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from nagent_lsp import __version__
 
@@ -63,20 +64,39 @@ class Subcommand(NamedTuple):
 
 
 SUBCOMMANDS: dict[str, Subcommand] = {
-    "coedits": Subcommand("print the files that historically change together with a file", _coedit_args,
-                          "nagent_lsp.headless.history:coedits"),
-    "edit": Subcommand("ask the model to change a file; prints the answer and the diff", _edit_args,
-                       "nagent_lsp.headless.edit:run_edit"),
-    "history": Subcommand("print a file's git history: authors, changes, co-edited files", _history_args,
-                          "nagent_lsp.headless.history:history"),
-    "patch": Subcommand("merge a split's segments back into its file (atomic write; prints the JSON result)",
-                        _patch_args, "nagent_lsp.headless.splitpatch:run_patch"),
-    "split": Subcommand("split a large file into segments at natural boundaries (prints the JSON result)",
-                        _split_args, "nagent_lsp.headless.splitpatch:run_split"),
-    "status": Subcommand("print version, state root, model and settings sources as JSON", _status_args,
-                         "nagent_lsp.headless.status:run"),
-    "summarize": Subcommand("summarise a file with the configured model (cached by content)", _file,
-                            "nagent_lsp.headless.splitpatch:run_summarize"),
+    "coedits": Subcommand(
+        "print the files that historically change together with a file",
+        _coedit_args,
+        "nagent_lsp.headless.history:coedits",
+    ),
+    "edit": Subcommand(
+        "ask the model to change a file; prints the answer and the diff",
+        _edit_args,
+        "nagent_lsp.headless.edit:run_edit",
+    ),
+    "history": Subcommand(
+        "print a file's git history: authors, changes, co-edited files",
+        _history_args,
+        "nagent_lsp.headless.history:history",
+    ),
+    "patch": Subcommand(
+        "merge a split's segments back into its file (atomic write; prints the JSON result)",
+        _patch_args,
+        "nagent_lsp.headless.splitpatch:run_patch",
+    ),
+    "split": Subcommand(
+        "split a large file into segments at natural boundaries (prints the JSON result)",
+        _split_args,
+        "nagent_lsp.headless.splitpatch:run_split",
+    ),
+    "status": Subcommand(
+        "print version, state root, model and settings sources as JSON", _status_args, "nagent_lsp.headless.status:run"
+    ),
+    "summarize": Subcommand(
+        "summarise a file with the configured model (cached by content)",
+        _file,
+        "nagent_lsp.headless.splitpatch:run_summarize",
+    ),
 }
 
 

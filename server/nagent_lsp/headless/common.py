@@ -5,8 +5,9 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError

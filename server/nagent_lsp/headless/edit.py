@@ -1,4 +1,5 @@
-"""`nagent-lsp edit FILE "request"`: the edit run without an editor; the change is written atomically and shown as a diff."""
+"""`nagent-lsp edit FILE "request"`: the edit run without an editor; the change is written atomically and shown
+as a diff."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ def run_edit(args: argparse.Namespace) -> int:
         path = args.file.resolve()
         session = session_for(path)
         port = DiskPort(session.workspace_folders, quiet=args.json)
-        result = await edit(session, port, EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.confirm)))
+        result = await edit(
+            session, port, EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.confirm))
+        )
         if args.json:
             print_json(result)
             return

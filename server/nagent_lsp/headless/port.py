@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nagent_lsp.store.atomic import atomic_write_text
-from nagent_lsp.text.edits import minimal_edits
-from nagent_lsp.store.files import read_disk_text
-from nagent_lsp.text.merge import plan_change
 from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
+from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.text.edits import minimal_edits
+from nagent_lsp.text.merge import plan_change
 
 
 class DiskPort:
@@ -29,7 +29,10 @@ class DiskPort:
         plan = plan_change(change.base_text, current, change.new_text)
         if plan.target is None:
             return ApplyOutcome(False, 0, plan.reason, current)
-        if change.needs_confirmation and await self.ask(f"Apply the change to {change.path}?", ["Apply", "Discard"]) != "Apply":
+        if (
+            change.needs_confirmation
+            and await self.ask(f"Apply the change to {change.path}?", ["Apply", "Discard"]) != "Apply"
+        ):
             return ApplyOutcome(False, 0, "preview declined")
         atomic_write_text(change.path, plan.target)
         return ApplyOutcome(True, len(minimal_edits(current, plan.target, "utf-32")), None, plan.target)

@@ -16,7 +16,11 @@ def run_split(args: argparse.Namespace) -> int:
     def run() -> None:
         path = args.file.resolve()
         session = session_for(path)
-        print_json(split(session, DiskPort(session.workspace_folders), SplitArgs(path.as_uri(), args.target_bytes, args.natural)))
+        print_json(
+            split(
+                session, DiskPort(session.workspace_folders), SplitArgs(path.as_uri(), args.target_bytes, args.natural)
+            )
+        )
 
     return run_guarded(run)
 
@@ -25,7 +29,9 @@ def run_patch(args: argparse.Namespace) -> int:
     async def run() -> None:
         index = args.index.resolve()
         session = session_for(index)
-        print_json(await patch(session, DiskPort(session.workspace_folders), PatchArgs(str(index), args.force, args.dry_run)))
+        print_json(
+            await patch(session, DiskPort(session.workspace_folders), PatchArgs(str(index), args.force, args.dry_run))
+        )
 
     return run_guarded(run)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from nagent_lsp.headless.common import print_json
 from nagent_lsp.operations.session import Session

@@ -10,8 +10,8 @@ rate = count / commits; high >= 50 %, medium >= 20 %, else low; top 20 by count,
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 HIGH = 0.5
 MEDIUM = 0.2

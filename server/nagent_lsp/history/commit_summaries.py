@@ -1,10 +1,12 @@
-"""Commit summaries by the model: the prompt, the reply parsing, and the batch summariser (the chat call is injected)."""
+"""Commit summaries by the model: the prompt, the reply parsing, and the batch summariser (the chat call is
+injected)."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nagent_lsp.core.model import Message
 from nagent_lsp.history.service import Summarizer, SummaryItem
@@ -70,5 +72,3 @@ def make_model_summarizer(complete: Callable[[list[Message]], Any]) -> Summarize
         return parse_summary_reply(getattr(reply, "text", reply) or "", items)
 
     return summarize
-
-

@@ -7,18 +7,23 @@ megabytes; parsing while git still walks keeps both cores busy and memory flat. 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
-
 
 # Pin every formatting knob a user's config could change, so the parsers see one format.
 _CONFIG = (
-    "-c", "core.quotePath=false",
-    "-c", "log.showSignature=false",
-    "-c", "color.ui=never",
-    "-c", "diff.renameLimit=0",
-    "-c", "log.follow=false",
-    "-c", "i18n.logOutputEncoding=UTF-8",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "color.ui=never",
+    "-c",
+    "diff.renameLimit=0",
+    "-c",
+    "log.follow=false",
+    "-c",
+    "i18n.logOutputEncoding=UTF-8",
 )
 
 # Header of one commit record in our log format: \x01 hash \x1f parents \x1f name \x1f email \x1f epoch \x1f subject.
@@ -91,8 +96,21 @@ class GitRepository:
         """Bounded per-file query: the last `limit` non-merge commits touching any of `paths`, each with ALL the
         files it changed (--full-diff), so renames into these paths are visible as R lines. --full-history keeps
         history simplification from hiding commits; no --follow (never Bloom-accelerated)."""
-        args = ["log", "-z", "--name-status", "-M", "--no-color", "--full-history", "--no-merges", "--full-diff",
-                f"-n{int(limit)}", LOG_FORMAT, revision, "--", *paths]
+        args = [
+            "log",
+            "-z",
+            "--name-status",
+            "-M",
+            "--no-color",
+            "--full-history",
+            "--no-merges",
+            "--full-diff",
+            f"-n{int(limit)}",
+            LOG_FORMAT,
+            revision,
+            "--",
+            *paths,
+        ]
         return self.stream(args)
 
     def is_ancestor(self, old: str, new: str) -> bool:
@@ -111,6 +129,16 @@ class GitRepository:
     def show_patches(self, hashes: list[str], paths: list[str]) -> Iterator[bytes]:
         """One process for a batch of commits: each commit's stat + patch limited to `paths` (all the file's names,
         so a rename shows both sides), records separated by \\x01<hash>\\n."""
-        args = ["show", "-M", "--no-color", "--no-ext-diff", "--stat", "--patch", "--format=%x01%H", *hashes,
-                "--", *paths]
+        args = [
+            "show",
+            "-M",
+            "--no-color",
+            "--no-ext-diff",
+            "--stat",
+            "--patch",
+            "--format=%x01%H",
+            *hashes,
+            "--",
+            *paths,
+        ]
         return self.stream(args)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from nagent_lsp.history.logparse import RawCommit
 
@@ -111,7 +111,7 @@ class RepoIndex:
         return cid
 
     @classmethod
-    def from_log_stream(cls, chunks: Iterable[bytes]) -> "RepoIndex":
+    def from_log_stream(cls, chunks: Iterable[bytes]) -> RepoIndex:
         """Build from the raw `git log -z --name-status -M` stream (newest first) while it streams in.
 
         The hot path of a cold build: bytes are interned without decoding repeats, and ids are assigned in stream
@@ -121,7 +121,13 @@ class RepoIndex:
         pids: dict[bytes, int] = {}
         people: dict[bytes, int] = {}
         paths, hashes, author, time, subject, merge, changes = (
-            index.paths, index.hashes, index.author, index.time, index.subject, index.merge, index.changes
+            index.paths,
+            index.hashes,
+            index.author,
+            index.time,
+            index.subject,
+            index.merge,
+            index.changes,
         )
         by_path: dict[int, list[int]] = {}
         renames: list[tuple[int, int, int]] = []  # (stream cid, old pid, new pid)
@@ -146,8 +152,9 @@ class RepoIndex:
             aid = people.get(key)
             if aid is None:
                 aid = people[key] = len(index.people)
-                index.people.append((fields[2].decode("utf-8", "surrogateescape"),
-                                     fields[3].decode("utf-8", "surrogateescape")))
+                index.people.append(
+                    (fields[2].decode("utf-8", "surrogateescape"), fields[3].decode("utf-8", "surrogateescape"))
+                )
             author.append(aid)
             try:
                 time.append(int(fields[4]))
@@ -286,7 +293,7 @@ class RepoIndex:
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod
-    def from_json(cls, raw: bytes) -> "RepoIndex":
+    def from_json(cls, raw: bytes) -> RepoIndex:
         data = json.loads(raw)
         if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
             raise ValueError("unknown history index format")

@@ -6,8 +6,8 @@ Record layout (see adapters.git.LOG_FORMAT): \\x01 header \\0 \\n then NUL-separ
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 
 @dataclass(frozen=True, slots=True)

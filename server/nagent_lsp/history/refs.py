@@ -17,7 +17,7 @@ def git_dirs(worktree: Path) -> tuple[Path, Path] | None:
             return None
         if not text.startswith("gitdir:"):
             return None
-        gitdir = (worktree / text[len("gitdir:"):].strip()).resolve()
+        gitdir = (worktree / text[len("gitdir:") :].strip()).resolve()
     else:
         return None
     common = gitdir

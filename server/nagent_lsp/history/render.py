@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import UTC, datetime
 
 from nagent_lsp.history.coedits import CoeditTable
 from nagent_lsp.history.index import CommitRef
@@ -21,7 +21,7 @@ def day(epoch: int) -> str:
 
 
 def iso(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,9 @@ class Author:
 def authors_of(commits: tuple[CommitRef, ...] | list[CommitRef]) -> list[Author]:
     """Sorted by commits (desc), then name, then email. People are (name, email) pairs, as git records them."""
     counts = Counter((c.author, c.email) for c in commits)
-    return [Author(n, e, k) for (n, e), k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0].lower(), kv[0][1]))]
+    return [
+        Author(n, e, k) for (n, e), k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0].lower(), kv[0][1]))
+    ]
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def hover_card(
         f"**History of `{view.file}`**: {total} commit{'' if view.total == 1 else 's'} by "
         f"{_count(len(all_authors), 'author')}, {day(oldest) if view.complete else '…'} → {day(newest)}",
         "",
-        "**Authors**: " + ", ".join(f"{_md(a.name)} ({a.commits})" for a in all_authors[:CARD_AUTHORS])
+        "**Authors**: "
+        + ", ".join(f"{_md(a.name)} ({a.commits})" for a in all_authors[:CARD_AUTHORS])
         + (f", +{len(all_authors) - CARD_AUTHORS} more" if len(all_authors) > CARD_AUTHORS else ""),
         "",
         "**Recent changes**",
@@ -103,9 +106,7 @@ def hover_card(
     rows = view.coedits.rows[:CARD_COEDITS]
     if rows:
         parts.append("")
-        parts.append(
-            "**Co-edited**: " + ", ".join(f"`{r.path}` {r.level} ({r.percent}%)" for r in rows)
-        )
+        parts.append("**Co-edited**: " + ", ".join(f"`{r.path}` {r.level} ({r.percent}%)" for r in rows))
     return "\n".join(parts)
 
 
@@ -120,7 +121,13 @@ def file_history_block(view: HistoryView) -> str:
     """The `{file-history}` block of the initial context ("" when the file has no commits)."""
     if not view.commits:
         return ""
-    out = ["{file-history}", f"File: {view.file}", f"Repository: {view.repository}", "", "People who changed this file:"]
+    out = [
+        "{file-history}",
+        f"File: {view.file}",
+        f"Repository: {view.repository}",
+        "",
+        "People who changed this file:",
+    ]
     for a in view.authors:
         out.append(f"- {a.name} <{a.email}>: {_count(a.commits, 'commit')}")
     out += ["", "History, oldest first:"]

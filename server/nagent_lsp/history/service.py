@@ -17,23 +17,23 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
-from nagent_lsp.history.git import GitError, GitRepository
-from nagent_lsp.store.atomic import atomic_write_bytes
-from nagent_lsp.history.coedits import TOP, coedit_table
+from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.history import render
 from nagent_lsp.history.blame import is_ignored, parse_ignore_revs, parse_porcelain
+from nagent_lsp.history.coedits import TOP, coedit_table
+from nagent_lsp.history.git import GitError, GitRepository
 from nagent_lsp.history.index import CommitRef, Lineage, RepoIndex
 from nagent_lsp.history.logparse import RawCommit, parse_log
 from nagent_lsp.history.refs import read_head
 from nagent_lsp.history.render import Author, HistoryView
+from nagent_lsp.store.atomic import atomic_write_bytes
 from nagent_lsp.store.commit_summaries import FILE_NAME as SUMMARIES_FILE
 from nagent_lsp.store.commit_summaries import CommitSummaryCache
-from nagent_lsp.config.settings import HistorySettings
 
 log = logging.getLogger("nagent_lsp.history")
 
@@ -156,7 +156,9 @@ class HistoryService:
         """Install `make()` unless the summariser made for `key` (the settings objects it came from) is in place.
         Keys are compared by identity: settings objects are replaced on every reload, and an id can be reused."""
         previous = self._summarizer_key
-        if previous is None or len(previous) != len(key) or any(a is not b for a, b in zip(previous, key)):
+        same = previous is not None and len(previous) == len(key)
+        same = same and all(a is b for a, b in zip(previous or (), key, strict=True))
+        if not same:
             self._summarizer = make()
             self._summarizer_key = key
 
@@ -370,8 +372,14 @@ class HistoryService:
             return self._make_entry(partial, lineage, hs, ignored, complete=lineage.complete, drop_dead=False)
 
     def _make_entry(
-        self, index: RepoIndex, lineage: Lineage, hs: HistorySettings, ignored: frozenset[str], *,
-        complete: bool, drop_dead: bool,
+        self,
+        index: RepoIndex,
+        lineage: Lineage,
+        hs: HistorySettings,
+        ignored: frozenset[str],
+        *,
+        complete: bool,
+        drop_dead: bool,
     ) -> _Entry:
         window = lineage.commits[: hs.maxCommits]
         own = set(lineage.names)
@@ -463,7 +471,8 @@ class HistoryService:
         wanted = [(c.hash, c.path) for c in commits]
         with self._lock:
             todo = [
-                p for p in self.summaries.missing(wanted)
+                p
+                for p in self.summaries.missing(wanted)
                 if p not in self._summary_inflight and p not in self._summary_failed
             ]
             if not todo:
@@ -519,5 +528,3 @@ class HistoryService:
                 text = text[:EXCERPT_CHARS] + f"\n… ({len(text) - EXCERPT_CHARS} more characters not shown)"
             out[sha.decode("ascii", "replace").strip()] = text
         return out
-
-

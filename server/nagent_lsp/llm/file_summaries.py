@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from nagent_lsp.store.file_summaries import FileSummaryCache
 from nagent_lsp.core.limits import INLINE_LIMIT as SUMMARIZE_THRESHOLD_BYTES  # inline up to this, else per segment
 from nagent_lsp.core.model import Message
+from nagent_lsp.store.file_summaries import FileSummaryCache
 from nagent_lsp.text.segments import TARGET_BYTES_DEFAULT, plan_segments
 from nagent_lsp.text.split_rules import detect_split_type
 
@@ -163,8 +162,13 @@ async def _summarize_fresh(
     cache.put(
         "file",
         sha,
-        {"summary": combined, "mode": "split", "path": str(path), "sizeBytes": len(data),
-         "segments": [asdict(p) for p in parts]},
+        {
+            "summary": combined,
+            "mode": "split",
+            "path": str(path),
+            "sizeBytes": len(data),
+            "segments": [asdict(p) for p in parts],
+        },
     )
     return FileSummary(combined, "split", False, sha, parts)
 

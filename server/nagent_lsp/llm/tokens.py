@@ -20,7 +20,7 @@ class Tokens:
         self.turns += 1
         self.estimated = self.estimated or usage.estimated
 
-    def absorb(self, child: "Tokens") -> None:
+    def absorb(self, child: Tokens) -> None:
         """A sub-conversation's tokens roll up into its parent's (its turns are its own)."""
         self.input += child.input
         self.output += child.output

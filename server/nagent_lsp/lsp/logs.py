@@ -22,7 +22,11 @@ class ClientForwarder(logging.Handler):
         loop = self.server.loop
         if loop is None or loop.is_closed() or not self.server.client_ready:
             return
-        kind = _LEVELS.get(record.levelno, types.MessageType.Warning) if record.levelno < logging.ERROR else types.MessageType.Error
+        kind = (
+            _LEVELS.get(record.levelno, types.MessageType.Warning)
+            if record.levelno < logging.ERROR
+            else types.MessageType.Error
+        )
         params = types.LogMessageParams(type=kind, message=self.format(record))
         try:
             loop.call_soon_threadsafe(self.server.window_log_message, params)

@@ -16,12 +16,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
 from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.text.edits import minimal_edits
 from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.text.edits import minimal_edits
 from nagent_lsp.text.merge import plan_change
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
 
 log = logging.getLogger("nagent_lsp")
 
@@ -100,7 +100,9 @@ class LspPort:
         workspace_edit = types.WorkspaceEdit()
         if annotation and caps.supports_change_annotations(client_caps):
             workspace_edit.change_annotations = {
-                annotation: types.ChangeAnnotation(label=change.label, needs_confirmation=True, description="nagent edit")
+                annotation: types.ChangeAnnotation(
+                    label=change.label, needs_confirmation=True, description="nagent edit"
+                )
             }
         if caps.supports_document_changes(client_caps):
             identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
@@ -112,7 +114,7 @@ class LspPort:
         retryable = annotation is None
         try:
             result = await asyncio.wait_for(self.server.workspace_apply_edit_async(params), APPLY_TIMEOUT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return ApplyOutcome(False, len(specs), "the editor did not answer workspace/applyEdit in time"), False
         except Exception as exc:  # an error reply (eglot rejects stale versions this way)
             log.info("applyEdit attempt %d failed: %s", attempt, exc)
@@ -174,7 +176,9 @@ class LspPort:
     def report_progress(self, progress: Progress, message: str, percentage: int | None = None) -> None:
         token = progress.token
         if token:
-            self.server.work_done_progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
+            self.server.work_done_progress.report(
+                token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
 
     def end_progress(self, progress: Progress, message: str = "") -> None:
         token = progress.token

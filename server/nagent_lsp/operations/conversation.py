@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nagent_lsp.core.identity import looks_like_uri, uri_to_path
-from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
 from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.identity import looks_like_uri, uri_to_path
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.args import NamedArgs, UriArgs
 from nagent_lsp.operations.session import Session
+from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
 
 
 def target_path(uri: str) -> Path | None:

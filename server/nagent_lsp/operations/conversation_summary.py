@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from nagent_lsp.agent.conversation import ConversationFile
-from nagent_lsp.tags.transcript import find_initial_context, render_block, system_block
+from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.model import Message, estimate_tokens
+from nagent_lsp.core.ports import ChatModel, EditorPort
+from nagent_lsp.llm.models import require_model
 from nagent_lsp.operations.args import CompactArgs, UriArgs
 from nagent_lsp.operations.conversation import resolve
-from nagent_lsp.core.errors import UserError
-from nagent_lsp.llm.models import require_model
-from nagent_lsp.core.ports import ChatModel, EditorPort
 from nagent_lsp.operations.session import Session
+from nagent_lsp.tags.transcript import find_initial_context, render_block, system_block
 
 ASK = (
     "Below is a working conversation between a user, a coding model and the tools it used on one file. "
@@ -34,16 +34,16 @@ def _history_text(text: str) -> str:
 
 async def _summarise(model: ChatModel, history: str, instruction: str | None) -> str:
     ask = ASK + (f"\n\nAlso: {instruction}" if instruction else "")
-    reply = await model.complete([Message("system", ask), Message("user", f"<conversation>\n{history}\n</conversation>")])
+    reply = await model.complete(
+        [Message("system", ask), Message("user", f"<conversation>\n{history}\n</conversation>")]
+    )
     summary = reply.text.strip()
     if not summary:
         raise UserError("the model returned an empty summary; nothing was changed")
     return summary
 
 
-async def summarize_conversation(
-    session: Session, port: EditorPort, args: UriArgs
-) -> dict[str, Any]:
+async def summarize_conversation(session: Session, port: EditorPort, args: UriArgs) -> dict[str, Any]:
     model = require_model(session.settings, session.environ)
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
@@ -52,9 +52,7 @@ async def summarize_conversation(
     return {"summary": await _summarise(model, history, None)}
 
 
-async def compact_conversation(
-    session: Session, port: EditorPort, args: CompactArgs
-) -> dict[str, Any]:
+async def compact_conversation(session: Session, port: EditorPort, args: CompactArgs) -> dict[str, Any]:
     model = require_model(session.settings, session.environ)
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):

@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
+from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
 from nagent_lsp.agent.run import EditSession
-from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
-from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
-from nagent_lsp.tags.transcript import INTERRUPTED, render_block, user_prompt_block
+from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.model import ModelCancelled
-from nagent_lsp.tags import protocol_rules
-from nagent_lsp.store.patches import write_patch
-from nagent_lsp.text.edits import unified_diff
+from nagent_lsp.core.ports import ChatModel, EditorPort, FileChange, Progress
+from nagent_lsp.llm.models import require_model
+from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.operations.conversation import store_for
-from nagent_lsp.core.errors import InvalidArgument, UserError
-from nagent_lsp.llm.models import require_model
-from nagent_lsp.core.ports import ChatModel, EditorPort, FileChange, Progress
-from nagent_lsp.store.conversations import ConversationRef
-from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.session import Session
+from nagent_lsp.store.conversations import ConversationRef
+from nagent_lsp.store.patches import write_patch
+from nagent_lsp.tags import protocol_rules
+from nagent_lsp.tags.transcript import INTERRUPTED, render_block, user_prompt_block
+from nagent_lsp.text.edits import unified_diff
 
 log = logging.getLogger("nagent_lsp")
 
@@ -35,7 +36,9 @@ CONTEXT_TIMEOUT = 10.0  # a history or summary block that takes longer is left o
 def target_path(session: Session, uri: str) -> Path:
     path = uri_to_path(uri)
     if path is None:
-        raise UserError(f"nagent.edit works on saved files; save {uri} first (its conversation is kept under its URI until then)")
+        raise UserError(
+            f"nagent.edit works on saved files; save {uri} first (its conversation is kept under its URI until then)"
+        )
     path = path.resolve()
     if not path.is_file():
         raise UserError(f"file not found: {path}")
@@ -195,9 +198,13 @@ async def _run(
     result["edits"] = applied.edits
     if applied.applied:
         final = applied.final_text if applied.final_text is not None else run.staged
-        patch_path = write_patch(state_root / "patches", path, unified_diff(base_text, final, _shown_path(state_root, path)))
+        patch_path = write_patch(
+            state_root / "patches", path, unified_diff(base_text, final, _shown_path(state_root, path))
+        )
         result.update(applied=True, patchPath=str(patch_path) if patch_path else None)
-        convo.append(render_block("nagent-edit-result", None, {"applied": "true", "edits": applied.edits, "patch": patch_path}))
+        convo.append(
+            render_block("nagent-edit-result", None, {"applied": "true", "edits": applied.edits, "patch": patch_path})
+        )
     else:
         result["reason"] = applied.reason or "not applied"
         convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
@@ -220,7 +227,9 @@ async def _context_extras(session: Session, path: Path, text: str) -> dict[str, 
 
     extras: dict[str, str] = {}
     try:
-        extras["history"] = await asyncio.wait_for(asyncio.to_thread(file_history_block, session, path), CONTEXT_TIMEOUT)
+        extras["history"] = await asyncio.wait_for(
+            asyncio.to_thread(file_history_block, session, path), CONTEXT_TIMEOUT
+        )
     except Exception as exc:  # context is a help, not a precondition
         log.info("no history context for %s: %s", path, exc)
     try:

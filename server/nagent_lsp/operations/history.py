@@ -17,26 +17,27 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.config.args import file_argument
+from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.config.state_root import git_toplevel
-from nagent_lsp.history.coedits import TOP, CoeditTable
+from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.history import render
+from nagent_lsp.history.coedits import TOP, CoeditTable
+from nagent_lsp.history.commit_summaries import make_model_summarizer
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.render import HistoryView
-from nagent_lsp.history.commit_summaries import make_model_summarizer
 from nagent_lsp.history.service import (
     BLAME_WAIT,
     HOVER_STALE_WAIT,
     HistoryService,
     Summarizer,
 )
-from nagent_lsp.config.args import file_argument
-from nagent_lsp.config.settings import HistorySettings
-from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.llm.models import optional_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.session import Session
 
 # -- session-level entry points -------------------------------------------------------------------------------------
+
 
 def _summarizer_for(session: Session, stopping: threading.Event | None = None) -> Summarizer | None:
     if not session.settings.history.summarize:
@@ -83,8 +84,12 @@ def _require(session: Session, path: Path, background: bool = True) -> tuple[His
 
 def _commit_dict(view: HistoryView, c: CommitRef) -> dict[str, Any]:
     out = {
-        "hash": c.hash, "short": c.hash[:7], "date": render.iso(c.time),
-        "author": c.author, "email": c.email, "subject": c.subject,
+        "hash": c.hash,
+        "short": c.hash[:7],
+        "date": render.iso(c.time),
+        "author": c.author,
+        "email": c.email,
+        "subject": c.subject,
     }
     summary = view.summary(c)
     if summary:
@@ -103,8 +108,14 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
         entry_view = HistoryView(rel, str(service.root), (), 0, True, CoeditTable(0, ()))
-        return {"file": rel, "repository": str(service.root), "commits": [], "authors": [], "coedits": [],
-                "markdown": render.history_markdown(entry_view)}
+        return {
+            "file": rel,
+            "repository": str(service.root),
+            "commits": [],
+            "authors": [],
+            "coedits": [],
+            "markdown": render.history_markdown(entry_view),
+        }
     if background:  # a one-shot CLI process would exit before a background summary could land
         service.request_summaries(entry, hs)
     view = entry.view
@@ -133,7 +144,12 @@ def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = Tr
 
 
 def hover_markdown(
-    session: Session, path: Path, line: int | None = None, *, wait: float = HOVER_STALE_WAIT, blame_wait: float = BLAME_WAIT
+    session: Session,
+    path: Path,
+    line: int | None = None,
+    *,
+    wait: float = HOVER_STALE_WAIT,
+    blame_wait: float = BLAME_WAIT,
 ) -> str | None:
     """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
     reads memory only; it never waits for the model, and for git only briefly after HEAD moved."""
@@ -169,6 +185,7 @@ def file_history_block(session: Session, path: Path, wait_summaries: float = 0.0
 
 
 # -- plain text for the CLI ------------------------------------------------------------------------------------------
+
 
 def render_history_text(result: dict) -> str:
     lines = [f"{result['file']}  ({result['repository']})", ""]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nagent_lsp.operations.edit import edit, read_text, target_path
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.args import EditArgs, InstructionArgs
+from nagent_lsp.operations.edit import edit, read_text, target_path
 from nagent_lsp.operations.session import Session
 
 # Line comments of most languages, and block comments closed on the same line.
@@ -38,9 +38,7 @@ def without_line(text: str, line_text: str) -> str:
     return text
 
 
-async def apply_instruction(
-    session: Session, port: EditorPort, args: InstructionArgs
-) -> dict[str, Any]:
+async def apply_instruction(session: Session, port: EditorPort, args: InstructionArgs) -> dict[str, Any]:
     path = target_path(session, args.uri)
     text, _ = read_text(port, path)
     lines = text.splitlines()
@@ -52,6 +50,8 @@ async def apply_instruction(
         f"on line {args.line + 1}; that comment will be removed.)"
     )
     return await edit(
-        session, port, EditArgs(uri=args.uri, request=request),
+        session,
+        port,
+        EditArgs(uri=args.uri, request=request),
         finish=lambda staged: without_line(staged, comment),
     )

@@ -14,13 +14,13 @@ from typing import Any
 
 from nagent_lsp.agent.splits import plan_patch, refresh_after_apply
 from nagent_lsp.core.errors import PatchError, SplitError, UserError
-from nagent_lsp.store.patches import write_patch
-from nagent_lsp.store.splits import load_index
-from nagent_lsp.text.edits import minimal_edits, unified_diff
 from nagent_lsp.core.ports import EditorPort, FileChange
 from nagent_lsp.operations.args import PatchArgs
 from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.operations.session import Session
+from nagent_lsp.store.patches import write_patch
+from nagent_lsp.store.splits import load_index
+from nagent_lsp.text.edits import minimal_edits, unified_diff
 
 
 def _index_path(raw: str, port: EditorPort | None) -> Path:
@@ -52,7 +52,13 @@ async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str
         plan = plan_patch(index_path, buffer.text, force=args.force)
     except PatchError as exc:
         raise UserError(str(exc)) from None
-    result: dict[str, Any] = {"changed": plan.changed, "applied": False, "uri": buffer.uri, "edits": 0, "patchPath": None}
+    result: dict[str, Any] = {
+        "changed": plan.changed,
+        "applied": False,
+        "uri": buffer.uri,
+        "edits": 0,
+        "patchPath": None,
+    }
     if not plan.changed:
         return result
     patches_dir = session.state_dir(source, "patches")

@@ -7,9 +7,10 @@ Plain Python: the LSP layer and the CLI both build one and feed it settings sour
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from nagent_lsp.config.settings import SettingError, Settings, load_settings
 from nagent_lsp.config.state_root import StateRoot, resolve_state_root

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp.agent.splits import split_text
-from nagent_lsp.core.errors import SplitError
-from nagent_lsp.text.split_rules import UnknownSplitType
 from nagent_lsp.config.args import file_argument
-from nagent_lsp.operations.buffers import read_source
-from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.errors import InvalidArgument, SplitError, UserError
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.args import SplitArgs
+from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.operations.session import Session
+from nagent_lsp.text.split_rules import UnknownSplitType
 
 
 def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nagent_lsp.llm.file_summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
-from nagent_lsp.llm.models import require_model
+from nagent_lsp.config.args import file_argument
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import EditorPort
-from nagent_lsp.operations.buffers import read_source
-from nagent_lsp.config.args import file_argument
+from nagent_lsp.llm.file_summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
+from nagent_lsp.llm.models import require_model
 from nagent_lsp.operations.args import UriArgs
+from nagent_lsp.operations.buffers import read_source
 from nagent_lsp.operations.session import Session
 
 

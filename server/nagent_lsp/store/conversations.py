@@ -19,17 +19,17 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
 
     from filelock import FileLock
 
-from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
 from nagent_lsp.core.identity import (
     file_id_for,
     is_uri_key,
@@ -40,6 +40,7 @@ from nagent_lsp.core.identity import (
     uri_stem,
     uri_to_path,
 )
+from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger("nagent_lsp")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,5 +30,5 @@ class FileSummaryCache:
         return data if isinstance(data, dict) and isinstance(data.get("summary"), str) else None
 
     def put(self, kind: str, sha: str, data: dict[str, Any]) -> None:
-        stamped = {**data, "createdAt": datetime.now(timezone.utc).isoformat()}
+        stamped = {**data, "createdAt": datetime.now(UTC).isoformat()}
         atomic_write_text(self._path(kind, sha), json.dumps(stamped, indent=2, ensure_ascii=False) + "\n")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from nagent_lsp.core.identity import short_slug
@@ -11,7 +11,7 @@ from nagent_lsp.store.atomic import atomic_write_text
 
 
 def patch_file_name(source: Path) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     return f"{short_slug(source.stem)}-{stamp}-{uuid.uuid4().hex[:8]}.patch"
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.identity import file_id_for, short_slug
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
-from nagent_lsp.core.errors import SplitError
 
 INDEX = "index.json"
 
@@ -31,7 +31,7 @@ def write_index(index_path: Path, index: dict[str, Any]) -> None:
 
 
 def write_split(index_path: Path, index: dict[str, Any], blobs: list[bytes]) -> None:
-    for entry, blob in zip(index["segments"], blobs):
+    for entry, blob in zip(index["segments"], blobs, strict=False):
         atomic_write_bytes(Path(entry["path"]), blob)
     write_index(index_path, index)
 
@@ -51,9 +51,11 @@ def load_index(index_path: Path) -> dict[str, Any]:
     if not isinstance(segments, list) or not segments:
         raise SplitError(f"index.json has no segments: {index_path}")
     for position, entry in enumerate(segments, 1):
-        if not isinstance(entry, dict) or not all(
-            isinstance(entry.get(k), int) for k in ("start_line_num", "end_line_num")
-        ) or not isinstance(entry.get("path"), str):
+        if (
+            not isinstance(entry, dict)
+            or not all(isinstance(entry.get(k), int) for k in ("start_line_num", "end_line_num"))
+            or not isinstance(entry.get("path"), str)
+        ):
             raise SplitError(f"index.json segment {position} needs start_line_num, end_line_num and path")
     return index
 

@@ -7,7 +7,7 @@ removed can be recorded as exactly what will run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from .lexer import escape_attr
 
@@ -113,7 +113,7 @@ class Conversation:
         return f"<{self.tag}{attr}>{self.prompt}</{self.tag}>"
 
 
-Action = Union[Response, Read, FileRead, FilePatch, Write, Shell, Next, Conversation]
+Action = Response | Read | FileRead | FilePatch | Write | Shell | Next | Conversation
 
 #: Tag name -> action class, in the order the protocol rules list them.
 ACTION_TYPES: dict[str, type] = {

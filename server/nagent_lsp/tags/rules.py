@@ -61,9 +61,7 @@ def no_tags_note() -> str:
 
 def fabrication_note(fabrication: Fabrication) -> str:
     dropped = (
-        f" The {fabrication.dropped} tag(s) after it were discarded without running."
-        if fabrication.dropped
-        else ""
+        f" The {fabrication.dropped} tag(s) after it were discarded without running." if fabrication.dropped else ""
     )
     return (
         f"You wrote a <{fabrication.tag}> block at the start of a line. Only the server writes that "

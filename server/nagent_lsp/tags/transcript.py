@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from nagent_lsp.core.model import Message
 from nagent_lsp.tags.lexer import TagSyntaxError, is_name_start, parse_element, render_element
@@ -200,9 +200,9 @@ def to_messages(text: str) -> list[Message]:
 
 def utc_stamp(when: datetime | None = None) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ`` for ``when`` (default: now)."""
-    when = when or datetime.now(timezone.utc)
+    when = when or datetime.now(UTC)
     if when.tzinfo is not None:
-        when = when.astimezone(timezone.utc)
+        when = when.astimezone(UTC)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

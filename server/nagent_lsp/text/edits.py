@@ -145,7 +145,11 @@ def _anchored(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     prev_i = prev_j = 0
     for i, j in anchors + [(len(a), len(b))]:
         if (i > prev_i or j > prev_j) and a[prev_i:i] != b[prev_j:j]:
-            gap = _anchored(a[prev_i:i], b[prev_j:j]) if (i - prev_i, j - prev_j) != (len(a), len(b)) else _plain(a[prev_i:i], b[prev_j:j], True)
+            gap = (
+                _anchored(a[prev_i:i], b[prev_j:j])
+                if (i - prev_i, j - prev_j) != (len(a), len(b))
+                else _plain(a[prev_i:i], b[prev_j:j], True)
+            )
             out.extend((i1 + prev_i, i2 + prev_i, j1 + prev_j, j2 + prev_j) for i1, i2, j1, j2 in gap)
         prev_i, prev_j = i + 1, j + 1
     return _coalesce(out)
@@ -273,7 +277,11 @@ def unified_diff(old: str, new: str, path: str, context: int = 3) -> str:
         i_end, j_end = group[-1][1], group[-1][3]
         out.append(f"@@ -{_span(i_start, i_end - i_start)} +{_span(j_start, j_end - j_start)} @@\n")
         for tag, i1, i2, j1, j2 in _tagged(group):
-            lines = [(" ", l) for l in a[i1:i2]] if tag == "equal" else [("-", l) for l in a[i1:i2]] + [("+", l) for l in b[j1:j2]]
+            lines = (
+                [(" ", line) for line in a[i1:i2]]
+                if tag == "equal"
+                else [("-", line) for line in a[i1:i2]] + [("+", line) for line in b[j1:j2]]
+            )
             for mark, line in lines:
                 out.append(mark + line)
                 if line[-1:] not in ("\n", "\r"):
@@ -288,7 +296,9 @@ def _span(start: int, length: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
-def _groups(changes: list[tuple[int, int, int, int]], a_len: int, context: int) -> list[list[tuple[int, int, int, int]]]:
+def _groups(
+    changes: list[tuple[int, int, int, int]], a_len: int, context: int
+) -> list[list[tuple[int, int, int, int]]]:
     """Hunks: equal, change, equal, change, …, equal ranges; changes closer than 2*context share a hunk."""
     groups: list[list[tuple[int, int, int, int]]] = []
     for i1, i2, j1, j2 in changes:

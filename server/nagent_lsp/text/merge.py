@@ -7,8 +7,8 @@ the `merge3` library's; we plug our own line diff into it as its sequence matche
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import merge3 as _merge3
 
@@ -24,7 +24,7 @@ class _AnchoredMatcher:
     def get_matching_blocks(self) -> list[tuple[int, int, int]]:
         blocks: list[tuple[int, int, int]] = []
         i = j = 0
-        for i1, i2, j1, j2 in line_opcodes(self.a, self.b):
+        for i1, i2, _j1, j2 in line_opcodes(self.a, self.b):
             if i1 > i:
                 blocks.append((i, j, i1 - i))
             i, j = i2, j2
@@ -69,7 +69,11 @@ def plan_change(base_text: str, current_text: str, new_text: str) -> Plan:
     else:
         target = merge3(base_text, current_text, new_text)
         if target is None:
-            return Plan(None, "conflict: the buffer changed while the model worked and both touched the same lines; nothing was applied")
+            return Plan(
+                None,
+                "conflict: the buffer changed while the model worked and both touched the same lines; "
+                "nothing was applied",
+            )
     if target == current_text:
         return Plan(None, "no change")
     return Plan(target)

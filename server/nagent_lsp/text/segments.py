@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from nagent_lsp.core.identity import sha256_hex
-
-from nagent_lsp.text.split_rules import RULES, RuleSet, normalize_split_type
-
 from nagent_lsp.core.limits import SPLIT_TARGET as TARGET_BYTES_DEFAULT
+from nagent_lsp.text.split_rules import RULES, RuleSet, normalize_split_type
 
 _EOL = re.compile(rb"\r\n|\n|\r")
 _INDENT = re.compile(rb"[ \t]*")
@@ -204,7 +202,7 @@ def build_index(
         "split_type": split_type,
         "target_bytes": target_bytes,
         "natural": natural,
-        "created_at": created_at or datetime.now(timezone.utc).isoformat(),
+        "created_at": created_at or datetime.now(UTC).isoformat(),
         "segment_count": len(segments),
         "segments": [
             {

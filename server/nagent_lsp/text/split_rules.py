@@ -2,7 +2,8 @@
 
 A rule set is one regex over the file's UTF-8 bytes, matched at each newline against the line that
 follows it. Every named group is a kind of boundary: `a_*` groups mark a break *after* the matched line
-(the group's end), `b_*` groups a break *before* the line (the group's start). Each kind maps to tiers by bracket depth at the break: (max_depth or None, tier),
+(the group's end), `b_*` groups a break *before* the line (the group's start). Each kind maps to tiers by
+bracket depth at the break: (max_depth or None, tier),
 first match wins; a kind whose depth condition fails still counts at tier 0, so a stray brace in a string
 degrades the choice instead of removing every boundary. Higher tiers are better places to cut.
 """
@@ -10,9 +11,9 @@ degrades the choice instead of removing every boundary. Higher tiers are better 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 EOL = rb"(?:\r\n|\n|\r)"
 BLANK = rb"[ \t]*" + EOL
@@ -37,8 +38,18 @@ for _type, _exts in {
     for _ext in _exts.split():
         EXTENSIONS[_ext] = _type
 
-ALIASES = {**{t: t for t in TYPES}, **EXTENSIONS, "c": "cpp", "rust": "rs", "html": "xml", "python": "py",
-           "javascript": "js", "typescript": "ts", "markdown": "md", "text": "txt"}
+ALIASES = {
+    **{t: t for t in TYPES},
+    **EXTENSIONS,
+    "c": "cpp",
+    "rust": "rs",
+    "html": "xml",
+    "python": "py",
+    "javascript": "js",
+    "typescript": "ts",
+    "markdown": "md",
+    "text": "txt",
+}
 
 
 class UnknownSplitType(ValueError):

@@ -9,7 +9,6 @@ from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import EditArgs
 
-
 # Operations are imported when first used: start-up answers `initialize` without loading the edit loop,
 # git or the model SDK (benchmarks/startup.py measures it).
 

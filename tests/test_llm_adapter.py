@@ -9,19 +9,21 @@ import math
 import subprocess
 import sys
 import threading
-import time
 import traceback
 from pathlib import Path
 
 import openai
 import pytest
 
-from nagent_lsp.llm.openai_chat import ChatModel
-from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
 from nagent_lsp.config.settings import Settings
+from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
+from nagent_lsp.llm.openai_chat import ChatModel
 from tests.harness.fake_openai import FakeOpenAI, drop, garbled, slow, status, text
 
 KEY = "sk-test-SECRET-4f9c2d"
+# Only a guard against a hang (a broken cancellation would wait out a 60 s reply): nothing here measures time.
+HANG_GUARD = 30.0
+RETRYING = "model call failed; retrying"
 ROOT = Path(__file__).resolve().parents[1]
 MESSAGES = [
     Message("system", "You edit files."),
@@ -37,12 +39,67 @@ def fake():
         yield server
 
 
+class _Signal(logging.Handler):
+    """Set when the adapter logs that the SDK is about to wait before a retry; keeps the delays it logged."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.event = threading.Event()
+        self.delays: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(RETRYING):
+            self.delays.append(record.args[0])
+            self.event.set()
+
+    def wait(self) -> None:
+        assert self.event.wait(HANG_GUARD), "no retry was logged"
+
+
+@pytest.fixture
+def retries(caplog):
+    caplog.set_level(logging.INFO, logger="nagent_lsp.llm.openai_chat")
+    signal = _Signal()
+    logger = logging.getLogger("nagent_lsp.llm.openai_chat")
+    logger.addHandler(signal)
+    yield signal
+    logger.removeHandler(signal)
+
+
 def make_model(fake: FakeOpenAI | None, *, environ: dict | None = None, attempts: int = 4, **settings) -> ChatModel:
     if fake is not None:
         settings.setdefault("baseUrl", fake.base_url)
     env = {"OPENAI_API_KEY": KEY} if environ is None else environ
-    # Tiny base delay: the backoff path runs for real but the suite stays fast.
-    return ChatModel(Settings(**settings), env, attempts=attempts, base_delay=0.01, max_delay=0.05)
+    # The SDK's backoff (0.5 s doubling) shrunk a hundredfold: the retry path runs for real, the suite stays fast.
+    return ChatModel(Settings(**settings), env, attempts=attempts, backoff_scale=0.01)
+
+
+async def started(fake: FakeOpenAI, call) -> asyncio.Task:
+    """`call` running as a task, once the fake has received its request."""
+    task = asyncio.create_task(call)
+    await asyncio.to_thread(fake.wait_for_requests, len(fake.requests) + 1, HANG_GUARD)
+    return task
+
+
+def in_thread(target) -> tuple[threading.Thread, list]:
+    """Run `target` in a worker thread; the list receives its result or exception."""
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(target())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    return worker, outcome
+
+
+def joined(worker: threading.Thread, outcome: list):
+    worker.join(HANG_GUARD)
+    assert not worker.is_alive(), "the call did not end"
+    return outcome[0]
 
 
 # -- replies, usage, what is sent ----------------------------------------------------------------------
@@ -75,17 +132,16 @@ async def test_usage_estimated_when_provider_reports_none(fake):
 # -- retries -------------------------------------------------------------------------------------------
 
 
-async def test_429_then_success_is_retried_honouring_retry_after(fake):
+async def test_429_then_success_is_retried_honouring_retry_after(fake, retries):
     fake.script(status(429, "slow down", retry_after=0.3), "ok")
-    started = time.monotonic()
     reply = await make_model(fake).complete(MESSAGES)
     assert reply.text == "ok"
-    assert len(fake.chat_requests) == 2
-    # The base delay is 10 ms, so waiting this long means Retry-After was honoured.
-    assert time.monotonic() - started >= 0.3
+    assert [r.headers["x-stainless-retry-count"] for r in fake.chat_requests] == ["0", "1"]
+    # The SDK waited what the server asked, not its backoff (which make_model shrinks to milliseconds).
+    assert retries.delays == [pytest.approx(0.3)]
 
 
-async def test_repeated_500s_give_up_with_a_clear_error(fake):
+async def test_repeated_500s_give_up_with_a_clear_error(fake, retries):
     fake.script(*[status(500, "upstream exploded")] * 5)
     with pytest.raises(ModelError) as info:
         await make_model(fake, attempts=3).complete(MESSAGES)
@@ -95,24 +151,55 @@ async def test_repeated_500s_give_up_with_a_clear_error(fake):
     assert fake.base_url in message
     assert len(fake.chat_requests) == 3
     assert fake.pending == 2
+    # The SDK's exponential backoff (0.5 s, then 1 s, less up to 25 % jitter), scaled by make_model's 0.01.
+    first, second = retries.delays
+    assert 0.00375 <= first <= 0.005 and 0.0075 <= second <= 0.01
 
 
-async def test_garbled_and_dropped_replies_are_retried(fake):
-    fake.script(garbled(), drop(), "fine")
+async def test_dropped_replies_are_retried(fake):
+    fake.script(drop(), drop(), "fine")
     reply = await make_model(fake).complete(MESSAGES)
     assert reply.text == "fine"
     assert len(fake.chat_requests) == 3
 
 
+async def test_unreadable_reply_is_not_retried(fake):
+    # A complete 200 the SDK cannot parse: the generation ran already, and such a body repeats (see the module).
+    fake.script(garbled(), "unused")
+    with pytest.raises(ModelError) as info:
+        await make_model(fake).complete(MESSAGES)
+    message = str(info.value)
+    assert "unreadable reply" in message and fake.base_url in message and "attempts" not in message
+    assert len(fake.chat_requests) == 1 and fake.pending == 1
+
+
 async def test_timeout_is_retried(fake):
-    fake.script(slow(10, "too late"), "in time")
-    model = ChatModel(Settings(baseUrl=fake.base_url, requestTimeout=0.3), {"OPENAI_API_KEY": KEY},
-                      base_delay=0.01)
-    started = time.monotonic()
+    fake.script(slow(60, "too late"), "in time")
+    model = make_model(fake, requestTimeout=1.0)
     reply = await model.complete(MESSAGES)
     assert reply.text == "in time"
     assert len(fake.chat_requests) == 2
-    assert time.monotonic() - started < 3
+
+
+async def test_timeout_gives_up_naming_request_timeout(fake):
+    fake.script(slow(60))
+    with pytest.raises(ModelError) as info:
+        await make_model(fake, attempts=1, requestTimeout=1.0).complete(MESSAGES)
+    message = str(info.value)
+    assert "nagent.requestTimeout (1s)" in message and fake.base_url in message and "attempts" not in message
+
+
+@pytest.mark.parametrize("code, expected", [
+    (403, "refused access (HTTP 403: nope). Check that the key in OPENAI_API_KEY may use model 'gpt-4.1-mini'"),
+    (404, "HTTP 404 from {url}: nope. Check nagent.model ('gpt-4.1-mini') and nagent.baseUrl"),
+    (418, "The model server at {url} rejected the request (HTTP 418: nope)."),
+])
+async def test_client_error_messages(fake, code, expected):
+    fake.script(status(code, "nope"), "unused")
+    with pytest.raises(ModelError) as info:
+        await make_model(fake).complete(MESSAGES)
+    assert expected.format(url=fake.base_url) in str(info.value)
+    assert len(fake.chat_requests) == 1
 
 
 async def test_connection_refused_gives_up_naming_the_base_url():
@@ -151,7 +238,8 @@ async def test_wrong_key_is_401_naming_the_variable_and_not_retried():
 async def test_key_comes_from_the_variable_named_by_api_key_env():
     with FakeOpenAI(api_key="sk-from-my-var") as fake:
         fake.script("authorised")
-        model = make_model(fake, apiKeyEnv="MY_LLM_KEY", environ={"MY_LLM_KEY": "sk-from-my-var", "OPENAI_API_KEY": KEY})
+        environ = {"MY_LLM_KEY": "sk-from-my-var", "OPENAI_API_KEY": KEY}
+        model = make_model(fake, apiKeyEnv="MY_LLM_KEY", environ=environ)
         assert (await model.complete(MESSAGES)).text == "authorised"
 
 
@@ -212,18 +300,25 @@ async def test_base_url_from_the_environment(fake):
 
 
 async def test_cancel_event_stops_a_slow_reply(fake):
-    fake.script(slow(30))
+    fake.script(slow(60))
     cancel = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.3, cancel.set)
-    started = time.monotonic()
+    call = await started(fake, make_model(fake).complete(MESSAGES, cancel=cancel))
+    cancel.set()
     with pytest.raises(ModelCancelled):
-        await make_model(fake).complete(MESSAGES, cancel=cancel)
-    assert time.monotonic() - started < 3
+        await asyncio.wait_for(call, HANG_GUARD)
     assert len(fake.chat_requests) == 1
 
 
+async def test_cancel_event_set_before_the_call_sends_nothing(fake):
+    cancel = asyncio.Event()
+    cancel.set()
+    with pytest.raises(ModelCancelled):
+        await make_model(fake).complete(MESSAGES, cancel=cancel)
+    assert fake.requests == []
+
+
 async def test_task_cancel_stops_a_slow_reply_and_raises_model_cancelled(fake):
-    fake.script(slow(30))
+    fake.script(slow(60))
     model = make_model(fake)
     caught: list[BaseException] = []
 
@@ -234,42 +329,60 @@ async def test_task_cancel_stops_a_slow_reply_and_raises_model_cancelled(fake):
             caught.append(exc)
             raise
 
-    task = asyncio.create_task(run())
-    await asyncio.to_thread(fake.wait_for_requests, 1)
-    started = time.monotonic()
+    task = await started(fake, run())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.monotonic() - started < 3
+        await asyncio.wait_for(task, HANG_GUARD)
     assert task.cancelled() and caught
 
 
-async def test_cancel_during_backoff(fake):
+async def test_cancel_during_backoff(fake, retries):
     fake.script(status(429, retry_after=30), "never")
     cancel = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.3, cancel.set)
-    started = time.monotonic()
+    call = asyncio.create_task(make_model(fake).complete(MESSAGES, cancel=cancel))
+    await asyncio.to_thread(retries.wait)  # the SDK is about to wait the 30 s the server asked for
+    cancel.set()
     with pytest.raises(ModelCancelled):
-        await make_model(fake).complete(MESSAGES, cancel=cancel)
-    assert time.monotonic() - started < 3
-    assert len(fake.chat_requests) == 1
+        await asyncio.wait_for(call, HANG_GUARD)
+    assert len(fake.chat_requests) == 1 and fake.pending == 1
 
 
 def test_complete_sync_in_a_worker_thread(fake):
-    fake.script(text("summary", usage=(5, 1)), slow(30))
+    fake.script(text("summary", usage=(5, 1)), status(500, "hiccup"), "after a retry")
     model = make_model(fake)
-    results: list = []
-    worker = threading.Thread(target=lambda: results.append(model.complete_sync(MESSAGES)))
-    worker.start()
-    worker.join(10)
-    assert results and results[0].text == "summary" and results[0].usage == Usage(5, 1)
-    # The second (slow) call is cancelled from another thread.
+    reply = joined(*in_thread(lambda: model.complete_sync(MESSAGES)))
+    assert reply.text == "summary" and reply.usage == Usage(5, 1)
+    # Retried by the sync client too (with a cancel event that stays clear: the cancellable wait).
+    assert joined(*in_thread(lambda: model.complete_sync(MESSAGES, cancel=threading.Event()))).text == "after a retry"
+    assert len(fake.chat_requests) == 3
+
+
+def test_complete_sync_cancel_closes_the_request_in_flight(fake):
+    fake.script(slow(60), "never")
     cancel = threading.Event()
-    threading.Timer(0.3, cancel.set).start()
-    started = time.monotonic()
+    worker, outcome = in_thread(lambda: make_model(fake).complete_sync(MESSAGES, cancel=cancel))
+    fake.wait_for_requests(1, HANG_GUARD)
+    cancel.set()
+    assert isinstance(joined(worker, outcome), ModelCancelled)
+    assert len(fake.chat_requests) == 1 and fake.pending == 1  # the shut connection was not retried
+
+
+def test_complete_sync_cancel_during_backoff(fake, retries):
+    fake.script(status(429, retry_after=30), "never")
+    cancel = threading.Event()
+    worker, outcome = in_thread(lambda: make_model(fake).complete_sync(MESSAGES, cancel=cancel))
+    retries.wait()
+    cancel.set()
+    assert isinstance(joined(worker, outcome), ModelCancelled)
+    assert len(fake.chat_requests) == 1 and fake.pending == 1
+
+
+def test_complete_sync_cancel_set_before_the_call_sends_nothing(fake):
+    cancel = threading.Event()
+    cancel.set()
     with pytest.raises(ModelCancelled):
-        model.complete_sync(MESSAGES, cancel=cancel)
-    assert time.monotonic() - started < 3
+        make_model(fake).complete_sync(MESSAGES, cancel=cancel)
+    assert fake.requests == []
 
 
 # -- the key never leaks -------------------------------------------------------------------------------
@@ -279,14 +392,19 @@ async def test_key_never_in_logs_errors_or_repr(fake, caplog):
     for name in ("", "openai", "httpx2", "httpcore2", "nagent_lsp"):
         caplog.set_level(logging.DEBUG, logger=name)
     echo = f"bad request; you sent Authorization: Bearer {KEY} and api_key={KEY}"
-    fake.script(status(500, echo), "fine", status(400, echo))
+    fake.script(status(500, echo), "fine", status(400, echo), status(500, echo), "fine", status(400, echo))
     model = make_model(fake, attempts=2)
     assert (await model.complete(MESSAGES)).text == "fine"  # one logged retry first
     with pytest.raises(ModelError) as info:
         await model.complete(MESSAGES)
     exc = info.value
     assert "HTTP 400" in str(exc)
+    # The sync client, with the cancellable path (trace extension, retry wait) in play.
+    assert joined(*in_thread(lambda: model.complete_sync(MESSAGES, cancel=threading.Event()))).text == "fine"
+    sync_exc = joined(*in_thread(lambda: model.complete_sync(MESSAGES, cancel=threading.Event())))
+    assert isinstance(sync_exc, ModelError) and "HTTP 400" in str(sync_exc)
     texts = [str(exc), repr(exc), *map(str, exc.args), "".join(traceback.format_exception(exc)), repr(model)]
+    texts += [str(sync_exc), "".join(traceback.format_exception(sync_exc))]
     for record in caplog.records:
         texts.append(record.getMessage())
         if record.exc_info:
@@ -296,6 +414,7 @@ async def test_key_never_in_logs_errors_or_repr(fake, caplog):
     names = {r.name.split(".")[0] for r in caplog.records}
     assert {"openai", "httpcore2", "nagent_lsp"} <= names
     assert exc.__cause__ is None and exc.__context__ is None
+    assert sync_exc.__cause__ is None and sync_exc.__context__ is None
 
 
 # -- the fake itself -----------------------------------------------------------------------------------
@@ -320,7 +439,8 @@ async def test_fake_streams_to_the_sdk(fake):
 
         stream = await client.chat.completions.create(
             model="fake-model", messages=[{"role": "user", "content": "again"}], stream=True)
-        assert [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content] == ["a", "bc"]
+        pieces = [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
+        assert pieces == ["a", "bc"]
     finally:
         await client.close()
     assert [r.stream for r in fake.chat_requests] == [True, True]
@@ -356,11 +476,10 @@ def test_fake_close_interrupts_a_slow_reply():
     errors = []
     worker = threading.Thread(target=lambda: errors.append(_call_expecting_error(client)))
     worker.start()
-    fake.wait_for_requests(1)
-    started = time.monotonic()
+    fake.wait_for_requests(1, HANG_GUARD)
     fake.close()
-    worker.join(5)
-    assert not worker.is_alive() and time.monotonic() - started < 3
+    worker.join(HANG_GUARD)  # the reply would take 60 s
+    assert not worker.is_alive()
     assert isinstance(errors[0], openai.APIConnectionError)
 
 
@@ -388,7 +507,7 @@ def test_fake_runs_as_a_process(tmp_path):
         assert texts == ["scripted", "default"]
     finally:
         proc.terminate()
-        assert proc.wait(5) == 0
+        assert proc.wait(HANG_GUARD) == 0
     lines = [json.loads(line) for line in record.read_text().splitlines()]
     assert [line["messages"][0]["content"] for line in lines] == ["q0", "q1"]
     assert all(line["authorization"] is True for line in lines) and KEY not in record.read_text()

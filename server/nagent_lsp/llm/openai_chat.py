@@ -1,27 +1,31 @@
 """Chat completions through the openai SDK: the only module that imports `openai` (DESIGN §3).
 
 Works against OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp) through the base URL.
-Retries are ours alone (the SDK's are off): 429, 5xx, timeouts, dropped connections and unreadable
-replies are retried with exponential backoff and jitter, honouring Retry-After; other 4xx fail at once.
-The API key is held privately and scrubbed from every message this module produces or logs.
+Retries are the SDK's (`max_retries`): 408, 409, 429, 5xx, timeouts and dropped connections, backing off
+0.5 s doubling to 8 s with jitter, or as Retry-After / retry-after-ms say (up to 2 min). A 200 whose body
+does not parse is not retried, by the SDK or us: the (billed) generation ran, and such a body is nearly
+always a misconfigured endpoint that answers alike again; a body cut short on the wire is a transport
+error, which the SDK retries. Ours: readable messages per failure, one adaptation when a model refuses
+`temperature` or the max-tokens parameter, cancellation by an event, and the key never in an error or log.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import contextlib
+import functools
 import logging
 import os
-import random
 import re
+import socket
 import threading
-import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, Usage, estimate_tokens
 from nagent_lsp.config.settings import Settings
+from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, Usage, estimate_tokens
 
 if TYPE_CHECKING:
     import openai
@@ -31,7 +35,18 @@ log = logging.getLogger(__name__)
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers ignore the key, but the SDK (and some proxies) insist on an Authorization header.
 PLACEHOLDER_KEY = "nagent-no-key"
-DEFAULT_ATTEMPTS = 4
+DEFAULT_ATTEMPTS = 4  # the SDK's max_retries=3
+_STATUS_MESSAGES = {  # by HTTP status (500: any 5xx, 0: any other)
+    401: "The model server at {where} rejected the API key (HTTP 401: {detail}). Check the key in {env} "
+         "(nagent.apiKeyEnv) and nagent.baseUrl.",
+    403: "The model server at {where} refused access (HTTP 403: {detail}). Check that the key in {env} may use "
+         "model '{model}'.",
+    404: "HTTP 404 from {where}: {detail}. Check nagent.model ('{model}') and nagent.baseUrl (OpenAI-compatible "
+         "servers usually end in /v1).",
+    429: "rate limited by {where} (HTTP 429: {detail}); check the account's quota or try again later",
+    500: "server error from {where} (HTTP {code}: {detail})",
+    0: "The model server at {where} rejected the request (HTTP {code}: {detail}).",
+}
 
 
 class _TaskCancelled(ModelCancelled, asyncio.CancelledError):
@@ -42,9 +57,8 @@ class _TaskCancelled(ModelCancelled, asyncio.CancelledError):
 @dataclass(frozen=True)
 class _Failure:
     message: str  # already redacted
-    retryable: bool
-    retry_after: float | None = None
-    drop_param: str | None = None  # an optional parameter the server refused; retry without it
+    attempts: int = 1  # requests the SDK made, its retries included
+    drop_param: str | None = None  # an optional parameter the server refused; call again without it
 
 
 def not_configured_message(api_key_env: str) -> str:
@@ -63,9 +77,10 @@ class ChatModel:
         environ: Mapping[str, str] | None = None,
         *,
         attempts: int = DEFAULT_ATTEMPTS,
-        base_delay: float = 1.0,
-        max_delay: float = 30.0,
+        backoff_scale: float = 1.0,
     ):
+        """`backoff_scale` multiplies the SDK's own backoff (tests shrink it); a server's Retry-After is
+        honoured as sent."""
         env = os.environ if environ is None else environ
         self.model = settings.model
         self.api_key_env = settings.apiKeyEnv
@@ -73,13 +88,13 @@ class ChatModel:
         self.max_output_tokens = settings.maxOutputTokens
         self.request_timeout = settings.requestTimeout
         self.attempts = max(1, attempts)
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+        self.backoff_scale = backoff_scale
         # Settings already fold OPENAI_BASE_URL in; reading it here too keeps `environ` the whole truth.
         self.base_url: str | None = settings.baseUrl or env.get("OPENAI_BASE_URL") or None
         self._key: str | None = settings.api_key(env)
         # OpenAI's reasoning models want max_completion_tokens; compatible servers mostly know max_tokens.
-        self._tokens_param = "max_completion_tokens" if self._is_openai() else "max_tokens"
+        is_openai = urlsplit(self.base_url or OPENAI_BASE_URL).hostname == "api.openai.com"
+        self._tokens_param = "max_completion_tokens" if is_openai else "max_tokens"
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -110,8 +125,16 @@ class ChatModel:
         Raises ModelNotConfigured, ModelCancelled (cancel event set, or this task cancelled) or ModelError.
         """
         self._require_configured()
+        client, (payload, params, adapted) = self._loop_client(), self._request(messages, stop)
         try:
-            return await self._complete(messages, cancel, stop, self._loop_client())
+            while True:
+                try:
+                    response = await _race(lambda: client.chat.completions.create(
+                        model=self.model, messages=payload, **params), cancel)
+                except (_sdk().OpenAIError, ValueError) as exc:
+                    response = self._failure(exc)
+                if (reply := self._settle(payload, response, params, adapted, cancel)) is not None:
+                    return reply
         except asyncio.CancelledError:
             raise _TaskCancelled("The model call was cancelled.") from None
 
@@ -122,9 +145,26 @@ class ChatModel:
         stop: list[str] | None = None,
         cancel: threading.Event | None = None,
     ) -> Reply:
-        """Blocking form for worker threads (history summaries); never call it on an event loop's thread."""
+        """Blocking form for worker threads (history summaries; never an event loop's thread), on the SDK's
+        sync client. Setting `cancel` ends the call within a fraction of a second: before a request, in a
+        retry wait, or by shutting the connection of the request in flight."""
         self._require_configured()
-        return asyncio.run(self._complete_isolated(list(messages), stop, cancel))
+        payload, params, adapted = self._request(messages, stop)
+        client = self._new_client(sync=True)
+        client.cancel, done = cancel, threading.Event()
+        try:
+            if cancel is not None:
+                threading.Thread(target=_watch, args=(cancel, done, client.abort), daemon=True).start()
+            while True:
+                try:
+                    response = client.chat.completions.create(model=self.model, messages=payload, **params)
+                except (_sdk().OpenAIError, ValueError) as exc:
+                    response = self._failure(exc)
+                if (reply := self._settle(payload, response, params, adapted, cancel)) is not None:
+                    return reply
+        finally:
+            done.set()
+            client.close()
 
     async def aclose(self) -> None:
         client, self._client, self._client_loop = self._client, None, None
@@ -132,86 +172,40 @@ class ChatModel:
             await client.close()
 
     # -- the call --------------------------------------------------------------------------------------
+    # Failures become values (already redacted) inside the `except`, and are raised only outside it, so no
+    # ModelError ever chains the SDK's exception, whose request object holds the key.
 
-    async def _complete_isolated(self, messages: list[Message], stop: list[str] | None,
-                                 cancel: threading.Event | None) -> Reply:
-        # A fresh client per sync call: connection pools are bound to the loop that made them.
-        client = self._new_client()
-        event = asyncio.Event()
-        bridge = asyncio.ensure_future(_bridge(cancel, event)) if cancel is not None else None
-        try:
-            return await self._complete(messages, event, stop, client)
-        finally:
-            if bridge is not None:
-                bridge.cancel()
-            await client.close()
-
-    async def _complete(self, messages: Sequence[Message], cancel: asyncio.Event | None,
-                        stop: list[str] | None, client: openai.AsyncOpenAI) -> Reply:
+    def _request(self, messages: Sequence[Message], stop: list[str] | None) -> tuple[list[Any], dict, set[str]]:
         payload = [{"role": m.role, "content": m.content} for m in messages]
         params: dict[str, Any] = {self._tokens_param: self.max_output_tokens}
         if self.temperature is not None:
             params["temperature"] = self.temperature
         if stop:
             params["stop"] = stop
-        failure: _Failure | None = None
-        attempt = 0
-        adapted: set[str] = set()
-        while attempt < self.attempts:
-            attempt += 1
-            if cancel is not None and cancel.is_set():
-                raise ModelCancelled("The model call was cancelled.")
-            started = time.monotonic()
-            result = await self._attempt(client, payload, params, cancel)
-            if isinstance(result, Reply):
-                log.debug("model %s answered in %.2fs (attempt %d): %d in / %d out tokens%s", self.model,
-                          time.monotonic() - started, attempt, result.usage.input, result.usage.output,
-                          " (estimated)" if result.usage.estimated else "")
-                return result
-            failure = result
-            if failure.drop_param and failure.drop_param not in adapted:
-                # Some models refuse temperature or max_tokens: adapt once per parameter (and remember it),
-                # without counting it as an attempt.
-                adapted.add(failure.drop_param)
-                attempt -= 1
-                self._adapt(params, failure.drop_param)
-                log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
-                continue
-            if not failure.retryable or attempt >= self.attempts:
-                break
-            delay = self._delay(attempt, failure.retry_after)
-            log.info("model call attempt %d/%d failed (%s); retrying in %.2fs",
-                     attempt, self.attempts, failure.message, delay)
-            await _sleep(delay, cancel)
-        assert failure is not None
-        if failure.retryable:
-            raise ModelError(f"The model call failed after {attempt} attempts: {failure.message}")
-        raise ModelError(failure.message)
+        return payload, params, set()
 
-    async def _attempt(self, client: openai.AsyncOpenAI, payload: list[dict], params: dict[str, Any],
-                       cancel: asyncio.Event | None) -> Reply | _Failure:
-        """One HTTP call. Failures come back as values (already redacted), so no raised ModelError
-        ever chains the SDK's exception, whose request object holds the key."""
-        openai = _sdk()
-        call = client.chat.completions.create(model=self.model, messages=payload, **params)
-        try:
-            response = await _race(call, cancel)
-        except openai.APITimeoutError:
-            return _Failure(f"no answer within nagent.requestTimeout ({self.request_timeout:g}s) from "
-                            f"{self.display_base_url}; raise requestTimeout for a slow model", True)
-        except openai.APIConnectionError as exc:
-            return _Failure(f"the connection to {self.display_base_url} failed or was dropped "
-                            f"({self._scrub(_cause(exc))}); check nagent.baseUrl and that the server is running", True)
-        except openai.APIStatusError as exc:
-            return self._status_failure(exc)
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            return _Failure(f"unreadable reply from {self.display_base_url} ({self._scrub(type(exc).__name__)})", True)
-        return self._reply(payload, response)
+    def _settle(self, payload: list[dict], response: Any, params: dict[str, Any], adapted: set[str],
+                cancel: asyncio.Event | threading.Event | None) -> Reply | None:
+        """The reply; None when `params` were adapted to a refused parameter (call again); else raise."""
+        failure = response if isinstance(response, _Failure) else self._reply(payload, response)
+        if isinstance(failure, Reply):
+            return failure
+        if cancel is not None and cancel.is_set():  # the failure is the shut connection of a cancelled call
+            raise ModelCancelled("The model call was cancelled.")
+        if failure.drop_param and failure.drop_param not in adapted:
+            # Some models refuse temperature or max_tokens: adapt once per parameter, and remember it.
+            adapted.add(failure.drop_param)
+            self._adapt(params, failure.drop_param)
+            log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
+            return None
+        if failure.attempts > 1:
+            raise ModelError(f"The model call failed after {failure.attempts} attempts: {failure.message}")
+        raise ModelError(failure.message)
 
     def _reply(self, payload: list[dict], response: Any) -> Reply | _Failure:
         choices = getattr(response, "choices", None) or []
         if not choices or getattr(choices[0], "message", None) is None:
-            return _Failure(f"the reply from {self.display_base_url} held no message", True)
+            return _Failure(f"the reply from {self.display_base_url} held no message")
         text = choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
@@ -219,30 +213,33 @@ class ChatModel:
         else:
             counted = Usage(estimate_tokens("".join(str(m["content"]) for m in payload)), estimate_tokens(text),
                             estimated=True)
+        log.debug("model %s answered: %d in / %d out tokens%s", self.model, counted.input, counted.output,
+                  " (estimated)" if counted.estimated else "")
         return Reply(text, counted, choices[0].finish_reason)
 
-    def _status_failure(self, exc: openai.APIStatusError) -> _Failure:
-        code = exc.status_code
-        detail, param = _error_detail(exc)
-        detail = self._scrub(detail)
-        where = self.display_base_url
-        if code == 429:
-            return _Failure(f"rate limited by {where} (HTTP 429: {detail}); check the account's quota or try "
-                            "again later", True, _retry_after(exc))
-        if code >= 500:
-            return _Failure(f"server error from {where} (HTTP {code}: {detail})", True, _retry_after(exc))
-        if code == 400 and param in ("temperature", self._tokens_param) and "unsupported" in detail.lower():
-            return _Failure(f"HTTP 400 from {where}: {detail}", False, drop_param=param)
-        if code == 401:
-            return _Failure(f"The model server at {where} rejected the API key (HTTP 401: {detail}). Check the "
-                            f"key in {self.api_key_env} (nagent.apiKeyEnv) and nagent.baseUrl.", False)
-        if code == 403:
-            return _Failure(f"The model server at {where} refused access (HTTP 403: {detail}). Check that the key in "
-                            f"{self.api_key_env} may use model '{self.model}'.", False)
-        if code == 404:
-            return _Failure(f"HTTP 404 from {where}: {detail}. Check nagent.model ('{self.model}') and "
-                            "nagent.baseUrl (OpenAI-compatible servers usually end in /v1).", False)
-        return _Failure(f"The model server at {where} rejected the request (HTTP {code}: {detail}).", False)
+    def _failure(self, exc: Exception) -> _Failure:
+        openai, where = _sdk(), self.display_base_url
+        try:  # the SDK numbers its requests in this header: how many it made, retries included
+            attempts = int(exc.request.headers.get("x-stainless-retry-count", 0)) + 1  # type: ignore[attr-defined]
+        except (AttributeError, TypeError, ValueError):
+            attempts = 1
+        if isinstance(exc, openai.APITimeoutError):
+            return _Failure(f"no answer within nagent.requestTimeout ({self.request_timeout:g}s) from {where}; "
+                            "raise requestTimeout for a slow model", attempts)
+        if isinstance(exc, openai.APIConnectionError):
+            inner = exc.__cause__ or exc.__context__ or exc
+            return _Failure(f"the connection to {where} failed or was dropped ({self._scrub(type(inner).__name__)}); "
+                            "check nagent.baseUrl and that the server is running", attempts)
+        if not isinstance(exc, openai.APIStatusError):
+            return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})", attempts)
+        code, body = exc.status_code, exc.body  # body: the JSON `error` object, or the text
+        detail = (body.get("message") or body.get("detail") or body) if isinstance(body, Mapping) else body
+        detail = self._scrub(str(detail or exc.response.reason_phrase or "no detail"))
+        if code == 400 and exc.param in ("temperature", self._tokens_param) and "unsupported" in detail.lower():
+            return _Failure(f"HTTP 400 from {where}: {detail}", attempts, drop_param=exc.param)
+        template = _STATUS_MESSAGES.get(min(code, 500), _STATUS_MESSAGES[0])
+        return _Failure(template.format(where=where, code=code, detail=detail, env=self.api_key_env,
+                                        model=self.model), attempts)
 
     def _adapt(self, params: dict[str, Any], param: str) -> None:
         if param == "temperature":
@@ -252,12 +249,6 @@ class ChatModel:
             other = "max_tokens" if param == "max_completion_tokens" else "max_completion_tokens"
             params[other] = params.pop(param, self.max_output_tokens)
             self._tokens_param = other
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), max(self.max_delay, 60.0))
-        backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
-        return backoff * random.uniform(0.5, 1.0)  # jitter: concurrent callers do not retry in lockstep
 
     # -- plumbing --------------------------------------------------------------------------------------
 
@@ -272,106 +263,109 @@ class ChatModel:
         text = re.sub(r"(?i)(bearer\s+)[^\s'\",}]+", r"\1[redacted]", text)
         return text[:500]
 
-    def _is_openai(self) -> bool:
-        host = urlsplit(self.base_url or OPENAI_BASE_URL).hostname or ""
-        return host == "api.openai.com"
-
-    def _new_client(self) -> openai.AsyncOpenAI:
-        return _sdk().AsyncOpenAI(
-            api_key=self._key or PLACEHOLDER_KEY,
-            base_url=self.base_url or OPENAI_BASE_URL,
-            timeout=self.request_timeout,
-            max_retries=0,  # ours are the only retries
-        )
+    def _new_client(self, sync: bool) -> Any:
+        async_client, sync_client = _client_classes()
+        client = (sync_client if sync else async_client)(
+            api_key=self._key or PLACEHOLDER_KEY, base_url=self.base_url or OPENAI_BASE_URL,
+            timeout=self.request_timeout, max_retries=self.attempts - 1)
+        client.backoff_scale = self.backoff_scale
+        return client
 
     def _loop_client(self) -> openai.AsyncOpenAI:
+        # Connection pools are bound to the loop that made them: one client per running loop.
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client, self._client_loop = self._new_client(), loop
+            self._client, self._client_loop = self._new_client(sync=False), loop
         return self._client
 
 
 def _sdk() -> Any:
-    # Imported on first use: the SDK takes over half a second to import, which server start-up and
-    # model-less commands should not pay.
-    import openai
+    import openai  # on first use, see _client_classes
 
     return openai
 
 
+@functools.cache
+def _client_classes() -> tuple[type, type]:
+    """The SDK's clients with small overrides. `_prepare_request` is the SDK's hook for subclasses;
+    `_calculate_retry_timeout` and `_sleep_for_retry` are its retry loop's delay and wait (_base_client.py).
+    Imported and defined on first use: the SDK takes over half a second to import, which server start-up
+    and model-less commands should not pay."""
+    import openai
+
+    class Backoff:
+        backoff_scale = 1.0
+
+        def _calculate_retry_timeout(self, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
+            delay = super()._calculate_retry_timeout(remaining_retries, options, response_headers)  # type: ignore[misc]
+            if not (response_headers and ("retry-after" in response_headers or "retry-after-ms" in response_headers)):
+                delay *= self.backoff_scale  # the SDK's own backoff; a server's Retry-After is left as sent
+            log.info("model call failed; retrying in %.2fs (%d retries left)", delay, remaining_retries)
+            return delay
+
+    class AsyncClient(Backoff, openai.AsyncOpenAI):
+        pass
+
+    class SyncClient(Backoff, openai.OpenAI):
+        """Cancelled by `cancel` (a threading.Event): checked before each request, it ends a retry wait
+        early, and `abort()` shuts the socket of the request in flight (found by httpcore's trace extension)."""
+
+        cancel: threading.Event | None = None
+        _socket: Any = None
+
+        def _prepare_request(self, request: Any) -> None:
+            if self.cancel is not None:
+                if self.cancel.is_set():
+                    raise ModelCancelled("The model call was cancelled.")
+                request.extensions["trace"] = self._trace
+
+        def _trace(self, event: str, info: dict[str, Any]) -> None:
+            if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+                self._socket = info["return_value"].get_extra_info("socket")
+
+        def abort(self) -> None:
+            if self._socket is not None:
+                # close() would not wake the thread blocked reading it; shutdown does. The plain socket's method:
+                # ssl.SSLSocket's own would also drop the TLS object from under that thread.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
+
+        def _sleep_for_retry(self, *, retries_taken: int, max_retries: int, options: Any, response: Any) -> None:
+            if self.cancel is None:
+                return super()._sleep_for_retry(retries_taken=retries_taken, max_retries=max_retries,
+                                                options=options, response=response)
+            # The SDK's wait, ended early by `cancel`: the next request's _prepare_request then raises.
+            self.cancel.wait(self._calculate_retry_timeout(max_retries - retries_taken, options,
+                                                           getattr(response, "headers", None)))
+
+    return AsyncClient, SyncClient
+
+
 async def _race(call: Any, cancel: asyncio.Event | None) -> Any:
-    """Await the SDK call; when `cancel` is set first, cancel it (closing its connection) and raise."""
+    """Await the SDK call that `call()` makes; when `cancel` is set first, cancel it (closing its connection,
+    or ending its retry wait) and raise ModelCancelled."""
     if cancel is None:
-        return await call
-    task = asyncio.ensure_future(call)
-    waiter = asyncio.ensure_future(cancel.wait())
+        return await call()
+    if cancel.is_set():
+        raise ModelCancelled("The model call was cancelled.")
+    task, waiter = asyncio.ensure_future(call()), asyncio.ensure_future(cancel.wait())
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
         if not task.done():
             task.cancel()
-            # Give httpx a moment to close the socket, but never hold the caller past a second.
-            await asyncio.wait({task}, timeout=1.0)
+            await asyncio.wait({task}, timeout=1.0)  # lets httpx close the socket; never holds the caller longer
     if task.cancelled():
         raise ModelCancelled("The model call was cancelled.")
     return task.result()
 
 
-async def _sleep(delay: float, cancel: asyncio.Event | None) -> None:
-    if cancel is None:
-        await asyncio.sleep(delay)
-        return
-    try:
-        await asyncio.wait_for(cancel.wait(), delay)
-    except asyncio.TimeoutError:
-        return
-    raise ModelCancelled("The model call was cancelled.")
-
-
-async def _bridge(source: threading.Event, target: asyncio.Event) -> None:
-    while not source.is_set():
-        await asyncio.sleep(0.05)
-    target.set()
-
-
-def _cause(exc: BaseException) -> str:
-    inner = exc.__cause__ or exc.__context__
-    return type(inner).__name__ if inner is not None else type(exc).__name__
-
-
-def _error_detail(exc: openai.APIStatusError) -> tuple[str, str | None]:
-    body = exc.body
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping):
-            message = error.get("message") or error.get("detail") or ""
-            param = error.get("param")
-            return str(message or body), param if isinstance(param, str) else None
-        return str(error), None
-    if body:
-        return str(body), None
-    try:
-        return exc.response.text or exc.response.reason_phrase, None
-    except Exception:  # a streamed or unread body
-        return exc.response.reason_phrase or "no detail", None
-
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    headers = exc.response.headers
-    try:
-        if headers.get("retry-after-ms"):
-            return float(headers["retry-after-ms"]) / 1000
-        value = headers.get("retry-after")
-        if not value:
-            return None
-        try:
-            return float(value)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError, OverflowError):
-        return None
+def _watch(cancel: threading.Event, done: threading.Event, abort: Any) -> None:
+    # Aborts again while the call lasts: a connection opened as `cancel` was set is shut on the next round.
+    while not done.wait(0.1):
+        if cancel.is_set():
+            abort()
 
 
 def strip_userinfo(url: str) -> str:

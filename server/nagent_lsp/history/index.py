@@ -289,7 +289,7 @@ class RepoIndex:
             "dead": sorted(self.dead),
         }
         if extra:
-            data["extra"] = extra
+            data["extra"] = extra  # type: ignore[assignment]  # free-form metadata beside the columns
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod

@@ -164,7 +164,9 @@ def _action(el: Element) -> Action:
         value = attrs[attr]
         if not value.strip():
             raise TagSyntaxError(f"<{name}> has an empty {attr}", el.start)
-        return {"nagent-read": Read, "nagent-file-read": FileRead, "nagent-file-patch": FilePatch}[name](value)
+        if name == "nagent-read":
+            return Read(value)
+        return FileRead(value) if name == "nagent-file-read" else FilePatch(value)
     if body is None:
         raise TagSyntaxError(f"<{name}> needs a body between <{name}> and </{name}>, not a self-closing tag", el.start)
     if name in _BODY_NO_ATTRS:

@@ -41,7 +41,7 @@ def merge3(base: str, ours: str, theirs: str) -> str | None:
     if ours == base:
         return theirs
     base_lines, our_lines, their_lines = split_lines(base), split_lines(ours), split_lines(theirs)
-    merger = _merge3.Merge3(base_lines, our_lines, their_lines, sequence_matcher=_AnchoredMatcher)  # type: ignore[arg-type]
+    merger = _merge3.Merge3(base_lines, our_lines, their_lines, sequence_matcher=_AnchoredMatcher)
     out: list[str] = []
     for region in merger.merge_regions():
         kind = region[0]
@@ -64,9 +64,8 @@ class Plan:
 
 def plan_change(base_text: str, current_text: str, new_text: str) -> Plan:
     """Three-way: the model changed base→new while the user changed base→current."""
-    if current_text == base_text:
-        target = new_text
-    else:
+    target: str | None = new_text
+    if current_text != base_text:
         target = merge3(base_text, current_text, new_text)
         if target is None:
             return Plan(

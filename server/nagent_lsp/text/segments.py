@@ -67,6 +67,7 @@ class _Cutter:
             if m.start() >= end:
                 break
             group = m.lastgroup
+            assert group is not None  # every alternative of a rule set is a named group
             p = m.end(group) if group[0] == "a" else m.start(group)
             if begin < p <= end:
                 yield p, group
@@ -75,7 +76,8 @@ class _Cutter:
         """Move a before-declaration cut above the comments/decorators attached to it."""
         data = self.data
         # Only lines at the declaration's own indentation belong to it (not the end of the previous body).
-        indent = _INDENT.match(data, p).group()
+        found = _INDENT.match(data, p)  # always matches: the pattern may match nothing
+        indent = found.group() if found else b""
         prefixes = tuple(indent + x for x in self.rules.hop_back)
         for _ in range(64):
             if p <= floor + 1:
@@ -103,7 +105,7 @@ def plan_segments(
     rules = RULES[normalize_split_type(split_type)]
     cutter = _Cutter(data, rules)
     cuts = _natural_cuts(cutter) if natural else _sized_cuts(cutter, target_bytes)
-    segments = []
+    segments: list[Segment] = []
     line = 1
     start = 0
     for end in cuts + [len(data)]:
@@ -121,7 +123,7 @@ def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:
     size = len(data)
     rules = cutter.rules
     top = rules.top_tier
-    cuts = []
+    cuts: list[int] = []
     start, depth = 0, 0
     while True:
         if size - start <= target:

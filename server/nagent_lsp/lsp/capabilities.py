@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from lsprotocol.types import ClientCapabilities
 
-def _get(obj: Any, *path: str) -> Any:
+
+def _get(obj: object, *path: str) -> Any:  # a walk through optional attributes
     for name in path:
         if obj is None:
             return None
@@ -13,30 +15,30 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
-def can_pull_configuration(caps: Any) -> bool:
+def can_pull_configuration(caps: ClientCapabilities | None) -> bool:
     return bool(_get(caps, "workspace", "configuration"))
 
 
-def can_show_document(caps: Any) -> bool:
+def can_show_document(caps: ClientCapabilities | None) -> bool:
     return bool(_get(caps, "window", "show_document", "support"))
 
 
-def can_ask(caps: Any) -> bool:
+def can_ask(caps: ClientCapabilities | None) -> bool:
     # eglot 1.9 and lsp-mode answer showMessageRequest but do not advertise it; we only ask clients that say so.
     return _get(caps, "window", "show_message") is not None
 
 
-def can_show_progress(caps: Any) -> bool:
+def can_show_progress(caps: ClientCapabilities | None) -> bool:
     return bool(_get(caps, "window", "work_done_progress"))
 
 
-def supports_document_changes(caps: Any) -> bool:
+def supports_document_changes(caps: ClientCapabilities | None) -> bool:
     return bool(_get(caps, "workspace", "workspace_edit", "document_changes"))
 
 
-def supports_change_annotations(caps: Any) -> bool:
+def supports_change_annotations(caps: ClientCapabilities | None) -> bool:
     return _get(caps, "workspace", "workspace_edit", "change_annotation_support") is not None
 
 
-def supports_apply_edit(caps: Any) -> bool:
+def supports_apply_edit(caps: ClientCapabilities | None) -> bool:
     return bool(_get(caps, "workspace", "apply_edit"))

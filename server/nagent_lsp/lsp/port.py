@@ -11,16 +11,16 @@ import logging
 import os
 import uuid
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 
 from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
 from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.store.files import read_disk_text
-from nagent_lsp.text.edits import minimal_edits
+from nagent_lsp.text.edits import TextEditSpec, minimal_edits
 from nagent_lsp.text.merge import plan_change
 
 log = logging.getLogger("nagent_lsp")
@@ -40,7 +40,7 @@ class LspPort:
     def workspace_folders(self) -> list[Path]:
         return list(self.server.session.workspace_folders)
 
-    def _document(self, path: Path) -> Any | None:
+    def _document(self, path: Path) -> TextDocument | None:
         """The open document for `path`, matched after resolving symlinks on both sides: the editor may have
         opened the file through a linked folder while workflows work with resolved paths."""
         docs = self.server.workspace.text_documents
@@ -95,7 +95,7 @@ class LspPort:
             return ApplyOutcome(False, 0, plan.reason, current), False
         specs = minimal_edits(current, plan.target, self.encoding())
         annotation = CONFIRM_ANNOTATION if change.needs_confirmation else None
-        edits: list[Any] = [_text_edit(s, annotation) for s in specs]
+        edits: list[types.TextEdit | types.AnnotatedTextEdit] = [_text_edit(s, annotation) for s in specs]
         client_caps = self.server.client_capabilities
         workspace_edit = types.WorkspaceEdit()
         if annotation and caps.supports_change_annotations(client_caps):
@@ -190,12 +190,12 @@ class LspPort:
         getattr(log, level, log.info)(message)
 
 
-def _text_edit(spec: Any, annotation: str | None) -> Any:
+def _text_edit(spec: TextEditSpec, annotation: str | None) -> types.TextEdit | types.AnnotatedTextEdit:
     rng = types.Range(types.Position(spec.start_line, spec.start_char), types.Position(spec.end_line, spec.end_char))
     if annotation:
         return types.AnnotatedTextEdit(range=rng, new_text=spec.new_text, annotation_id=annotation)
     return types.TextEdit(range=rng, new_text=spec.new_text)
 
 
-def _plain(edit: Any) -> types.TextEdit:
+def _plain(edit: types.TextEdit | types.AnnotatedTextEdit) -> types.TextEdit:
     return types.TextEdit(range=edit.range, new_text=edit.new_text)

@@ -20,7 +20,7 @@ import re
 import socket
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,13 +36,13 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers ignore the key, but the SDK (and some proxies) insist on an Authorization header.
 PLACEHOLDER_KEY = "nagent-no-key"
 DEFAULT_ATTEMPTS = 4  # the SDK's max_retries=3
-_STATUS_MESSAGES = {  # by HTTP status (500: any 5xx, 0: any other)
+_STATUS_MESSAGES = {  # by HTTP status (500: any 5xx; 0: any other)
     401: "The model server at {where} rejected the API key (HTTP 401: {detail}). Check the key in {env} "
-         "(nagent.apiKeyEnv) and nagent.baseUrl.",
+    "(nagent.apiKeyEnv) and nagent.baseUrl.",
     403: "The model server at {where} refused access (HTTP 403: {detail}). Check that the key in {env} may use "
-         "model '{model}'.",
+    "model '{model}'.",
     404: "HTTP 404 from {where}: {detail}. Check nagent.model ('{model}') and nagent.baseUrl (OpenAI-compatible "
-         "servers usually end in /v1).",
+    "servers usually end in /v1).",
     429: "rate limited by {where} (HTTP 429: {detail}); check the account's quota or try again later",
     500: "server error from {where} (HTTP {code}: {detail})",
     0: "The model server at {where} rejected the request (HTTP {code}: {detail}).",
@@ -54,6 +54,16 @@ class _TaskCancelled(ModelCancelled, asyncio.CancelledError):
     sees a CancelledError, so task cancellation semantics are preserved."""
 
 
+@dataclass
+class _Call:
+    """One completion's request; `params` adapt in place when the model refuses an optional one."""
+
+    payload: list[Any]
+    params: dict[str, Any]
+    cancel: asyncio.Event | threading.Event | None
+    adapted: set[str] = field(default_factory=set)
+
+
 @dataclass(frozen=True)
 class _Failure:
     message: str  # already redacted
@@ -62,10 +72,15 @@ class _Failure:
 
 
 def not_configured_message(api_key_env: str) -> str:
-    named = (f"set {api_key_env} (or the variable named by nagent.apiKeyEnv)" if api_key_env == "OPENAI_API_KEY"
-             else f"set {api_key_env} (the variable named by nagent.apiKeyEnv)")
-    return (f"No model configured: {named}, or nagent.baseUrl / OPENAI_BASE_URL for a local "
-            "OpenAI-compatible server (Ollama, vLLM, llama.cpp).")
+    named = (
+        f"set {api_key_env} (or the variable named by nagent.apiKeyEnv)"
+        if api_key_env == "OPENAI_API_KEY"
+        else f"set {api_key_env} (the variable named by nagent.apiKeyEnv)"
+    )
+    return (
+        f"No model configured: {named}, or nagent.baseUrl / OPENAI_BASE_URL for a local "
+        "OpenAI-compatible server (Ollama, vLLM, llama.cpp)."
+    )
 
 
 class ChatModel:
@@ -110,8 +125,10 @@ class ChatModel:
         return strip_userinfo(self.base_url or OPENAI_BASE_URL)
 
     def __repr__(self) -> str:
-        return (f"ChatModel(model={self.model!r}, baseUrl={self.display_base_url!r}, "
-                f"apiKeyEnv={self.api_key_env!r}, keySet={self._key is not None})")
+        return (
+            f"ChatModel(model={self.model!r}, baseUrl={self.display_base_url!r}, "
+            f"apiKeyEnv={self.api_key_env!r}, keySet={self._key is not None})"
+        )
 
     async def complete(
         self,
@@ -125,15 +142,17 @@ class ChatModel:
         Raises ModelNotConfigured, ModelCancelled (cancel event set, or this task cancelled) or ModelError.
         """
         self._require_configured()
-        client, (payload, params, adapted) = self._loop_client(), self._request(messages, stop)
+        client, call = self._loop_client(), self._start(messages, stop, cancel)
+        create = client.chat.completions.create
         try:
             while True:
                 try:
-                    response = await _race(lambda: client.chat.completions.create(
-                        model=self.model, messages=payload, **params), cancel)
+                    response = await _race(
+                        lambda: create(model=self.model, messages=call.payload, **call.params), cancel
+                    )
                 except (_sdk().OpenAIError, ValueError) as exc:
                     response = self._failure(exc)
-                if (reply := self._settle(payload, response, params, adapted, cancel)) is not None:
+                if (reply := self._settle(call, response)) is not None:
                     return reply
         except asyncio.CancelledError:
             raise _TaskCancelled("The model call was cancelled.") from None
@@ -149,18 +168,17 @@ class ChatModel:
         sync client. Setting `cancel` ends the call within a fraction of a second: before a request, in a
         retry wait, or by shutting the connection of the request in flight."""
         self._require_configured()
-        payload, params, adapted = self._request(messages, stop)
-        client = self._new_client(sync=True)
+        client, call = self._new_client(sync=True), self._start(messages, stop, cancel)
         client.cancel, done = cancel, threading.Event()
         try:
             if cancel is not None:
                 threading.Thread(target=_watch, args=(cancel, done, client.abort), daemon=True).start()
             while True:
                 try:
-                    response = client.chat.completions.create(model=self.model, messages=payload, **params)
+                    response = client.chat.completions.create(model=self.model, messages=call.payload, **call.params)
                 except (_sdk().OpenAIError, ValueError) as exc:
                     response = self._failure(exc)
-                if (reply := self._settle(payload, response, params, adapted, cancel)) is not None:
+                if (reply := self._settle(call, response)) is not None:
                     return reply
         finally:
             done.set()
@@ -175,34 +193,34 @@ class ChatModel:
     # Failures become values (already redacted) inside the `except`, and are raised only outside it, so no
     # ModelError ever chains the SDK's exception, whose request object holds the key.
 
-    def _request(self, messages: Sequence[Message], stop: list[str] | None) -> tuple[list[Any], dict, set[str]]:
-        payload = [{"role": m.role, "content": m.content} for m in messages]
+    def _start(
+        self, messages: Sequence[Message], stop: list[str] | None, cancel: asyncio.Event | threading.Event | None
+    ) -> _Call:
         params: dict[str, Any] = {self._tokens_param: self.max_output_tokens}
         if self.temperature is not None:
             params["temperature"] = self.temperature
         if stop:
             params["stop"] = stop
-        return payload, params, set()
+        return _Call([{"role": m.role, "content": m.content} for m in messages], params, cancel)
 
-    def _settle(self, payload: list[dict], response: Any, params: dict[str, Any], adapted: set[str],
-                cancel: asyncio.Event | threading.Event | None) -> Reply | None:
-        """The reply; None when `params` were adapted to a refused parameter (call again); else raise."""
-        failure = response if isinstance(response, _Failure) else self._reply(payload, response)
+    def _settle(self, call: _Call, response: Any) -> Reply | None:
+        """The reply; None when the call's params were adapted to a refused parameter (call again); else raise."""
+        failure = response if isinstance(response, _Failure) else self._reply(call.payload, response)
         if isinstance(failure, Reply):
             return failure
-        if cancel is not None and cancel.is_set():  # the failure is the shut connection of a cancelled call
+        if call.cancel is not None and call.cancel.is_set():  # the failure is the shut connection of a cancelled call
             raise ModelCancelled("The model call was cancelled.")
-        if failure.drop_param and failure.drop_param not in adapted:
+        if failure.drop_param and failure.drop_param not in call.adapted:
             # Some models refuse temperature or max_tokens: adapt once per parameter, and remember it.
-            adapted.add(failure.drop_param)
-            self._adapt(params, failure.drop_param)
+            call.adapted.add(failure.drop_param)
+            self._adapt(call.params, failure.drop_param)
             log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
             return None
         if failure.attempts > 1:
             raise ModelError(f"The model call failed after {failure.attempts} attempts: {failure.message}")
         raise ModelError(failure.message)
 
-    def _reply(self, payload: list[dict], response: Any) -> Reply | _Failure:
+    def _reply(self, payload: list[Any], response: Any) -> Reply | _Failure:
         choices = getattr(response, "choices", None) or []
         if not choices or getattr(choices[0], "message", None) is None:
             return _Failure(f"the reply from {self.display_base_url} held no message")
@@ -211,10 +229,10 @@ class ChatModel:
         if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
             counted = Usage(usage.prompt_tokens, usage.completion_tokens)
         else:
-            counted = Usage(estimate_tokens("".join(str(m["content"]) for m in payload)), estimate_tokens(text),
-                            estimated=True)
-        log.debug("model %s answered: %d in / %d out tokens%s", self.model, counted.input, counted.output,
-                  " (estimated)" if counted.estimated else "")
+            counted = Usage(
+                estimate_tokens("".join(str(m["content"]) for m in payload)), estimate_tokens(text), estimated=True
+            )
+        log.debug("model %s answered: %s", self.model, counted)
         return Reply(text, counted, choices[0].finish_reason)
 
     def _failure(self, exc: Exception) -> _Failure:
@@ -224,12 +242,12 @@ class ChatModel:
         except (AttributeError, TypeError, ValueError):
             attempts = 1
         if isinstance(exc, openai.APITimeoutError):
-            return _Failure(f"no answer within nagent.requestTimeout ({self.request_timeout:g}s) from {where}; "
-                            "raise requestTimeout for a slow model", attempts)
+            timeout = f"nagent.requestTimeout ({self.request_timeout:g}s)"
+            return _Failure(f"no answer within {timeout} from {where}; raise requestTimeout for a slow model", attempts)
         if isinstance(exc, openai.APIConnectionError):
-            inner = exc.__cause__ or exc.__context__ or exc
-            return _Failure(f"the connection to {where} failed or was dropped ({self._scrub(type(inner).__name__)}); "
-                            "check nagent.baseUrl and that the server is running", attempts)
+            cause = self._scrub(type(exc.__cause__ or exc.__context__ or exc).__name__)
+            hint = "check nagent.baseUrl and that the server is running"
+            return _Failure(f"the connection to {where} failed or was dropped ({cause}); {hint}", attempts)
         if not isinstance(exc, openai.APIStatusError):
             return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})", attempts)
         code, body = exc.status_code, exc.body  # body: the JSON `error` object, or the text
@@ -238,8 +256,8 @@ class ChatModel:
         if code == 400 and exc.param in ("temperature", self._tokens_param) and "unsupported" in detail.lower():
             return _Failure(f"HTTP 400 from {where}: {detail}", attempts, drop_param=exc.param)
         template = _STATUS_MESSAGES.get(min(code, 500), _STATUS_MESSAGES[0])
-        return _Failure(template.format(where=where, code=code, detail=detail, env=self.api_key_env,
-                                        model=self.model), attempts)
+        fields = {"where": where, "code": code, "detail": detail, "env": self.api_key_env, "model": self.model}
+        return _Failure(template.format(**fields), attempts)
 
     def _adapt(self, params: dict[str, Any], param: str) -> None:
         if param == "temperature":
@@ -266,8 +284,11 @@ class ChatModel:
     def _new_client(self, sync: bool) -> Any:
         async_client, sync_client = _client_classes()
         client = (sync_client if sync else async_client)(
-            api_key=self._key or PLACEHOLDER_KEY, base_url=self.base_url or OPENAI_BASE_URL,
-            timeout=self.request_timeout, max_retries=self.attempts - 1)
+            api_key=self._key or PLACEHOLDER_KEY,
+            base_url=self.base_url or OPENAI_BASE_URL,
+            timeout=self.request_timeout,
+            max_retries=self.attempts - 1,
+        )
         client.backoff_scale = self.backoff_scale
         return client
 
@@ -332,11 +353,13 @@ def _client_classes() -> tuple[type, type]:
 
         def _sleep_for_retry(self, *, retries_taken: int, max_retries: int, options: Any, response: Any) -> None:
             if self.cancel is None:
-                return super()._sleep_for_retry(retries_taken=retries_taken, max_retries=max_retries,
-                                                options=options, response=response)
+                return super()._sleep_for_retry(
+                    retries_taken=retries_taken, max_retries=max_retries, options=options, response=response
+                )
             # The SDK's wait, ended early by `cancel`: the next request's _prepare_request then raises.
-            self.cancel.wait(self._calculate_retry_timeout(max_retries - retries_taken, options,
-                                                           getattr(response, "headers", None)))
+            self.cancel.wait(
+                self._calculate_retry_timeout(max_retries - retries_taken, options, getattr(response, "headers", None))
+            )
 
     return AsyncClient, SyncClient
 

@@ -17,7 +17,7 @@ import pytest
 
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
-from nagent_lsp.llm.openai_chat import ChatModel
+from nagent_lsp.llm.openai_chat import OpenAIChatModel
 from tests.harness.fake_openai import FakeOpenAI, drop, garbled, slow, status, text
 
 KEY = "sk-test-SECRET-4f9c2d"
@@ -66,12 +66,14 @@ def retries(caplog):
     logger.removeHandler(signal)
 
 
-def make_model(fake: FakeOpenAI | None, *, environ: dict | None = None, attempts: int = 4, **settings) -> ChatModel:
+def make_model(
+    fake: FakeOpenAI | None, *, environ: dict | None = None, attempts: int = 4, **settings
+) -> OpenAIChatModel:
     if fake is not None:
         settings.setdefault("baseUrl", fake.base_url)
     env = {"OPENAI_API_KEY": KEY} if environ is None else environ
     # The SDK's backoff (0.5 s doubling) shrunk a hundredfold: the retry path runs for real, the suite stays fast.
-    return ChatModel(Settings(**settings), env, attempts=attempts, backoff_scale=0.01)
+    return OpenAIChatModel(Settings(**settings), env, attempts=attempts, backoff_scale=0.01)
 
 
 async def started(fake: FakeOpenAI, call) -> asyncio.Task:
@@ -189,11 +191,14 @@ async def test_timeout_gives_up_naming_request_timeout(fake):
     assert "nagent.requestTimeout (1s)" in message and fake.base_url in message and "attempts" not in message
 
 
-@pytest.mark.parametrize("code, expected", [
-    (403, "refused access (HTTP 403: nope). Check that the key in OPENAI_API_KEY may use model 'gpt-4.1-mini'"),
-    (404, "HTTP 404 from {url}: nope. Check nagent.model ('gpt-4.1-mini') and nagent.baseUrl"),
-    (418, "The model server at {url} rejected the request (HTTP 418: nope)."),
-])
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        (403, "refused access (HTTP 403: nope). Check that the key in OPENAI_API_KEY may use model 'gpt-4.1-mini'"),
+        (404, "HTTP 404 from {url}: nope. Check nagent.model ('gpt-4.1-mini') and nagent.baseUrl"),
+        (418, "The model server at {url} rejected the request (HTTP 418: nope)."),
+    ],
+)
 async def test_client_error_messages(fake, code, expected):
     fake.script(status(code, "nope"), "unused")
     with pytest.raises(ModelError) as info:
@@ -244,16 +249,25 @@ async def test_key_comes_from_the_variable_named_by_api_key_env():
 
 
 async def test_unsupported_temperature_is_dropped_once(fake):
-    fake.script(status(400, "Unsupported value: 'temperature' does not support 0.2 with this model.",
-                       param="temperature"), "ok")
+    fake.script(
+        status(400, "Unsupported value: 'temperature' does not support 0.2 with this model.", param="temperature"), "ok"
+    )
     assert (await make_model(fake).complete(MESSAGES)).text == "ok"
     first, second = fake.chat_requests
     assert "temperature" in first.body and "temperature" not in second.body
 
 
 async def test_unsupported_max_tokens_switches_to_max_completion_tokens(fake):
-    fake.script(status(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                       "Use 'max_completion_tokens' instead.", param="max_tokens"), "ok", "again")
+    fake.script(
+        status(
+            400,
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            param="max_tokens",
+        ),
+        "ok",
+        "again",
+    )
     model = make_model(fake, maxOutputTokens=50)
     await model.complete(MESSAGES)
     await model.complete(MESSAGES)  # remembered: no second refusal needed
@@ -425,8 +439,11 @@ async def test_fake_streams_to_the_sdk(fake):
     client = openai.AsyncOpenAI(base_url=fake.base_url, api_key=KEY, max_retries=0)
     try:
         stream = await client.chat.completions.create(
-            model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True,
-            stream_options={"include_usage": True})
+            model="fake-model",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         pieces, usage, finish = [], None, None
         async for chunk in stream:
             if chunk.usage:
@@ -438,7 +455,8 @@ async def test_fake_streams_to_the_sdk(fake):
         assert finish == "stop" and (usage.prompt_tokens, usage.completion_tokens) == (4, 3)
 
         stream = await client.chat.completions.create(
-            model="fake-model", messages=[{"role": "user", "content": "again"}], stream=True)
+            model="fake-model", messages=[{"role": "user", "content": "again"}], stream=True
+        )
         pieces = [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
         assert pieces == ["a", "bc"]
     finally:
@@ -463,8 +481,11 @@ async def test_fake_models_responder_and_recording():
         finally:
             await client.close()
         requests = fake.requests
-    assert [(r.method, r.path) for r in requests] == [("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
-                                                     ("POST", "/v1/chat/completions")]
+    assert [(r.method, r.path) for r in requests] == [
+        ("GET", "/v1/models"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/chat/completions"),
+    ]
     assert len(seen) == 2 and all(r.authorization for r in requests)
     assert not any(KEY in json.dumps(r.as_json()) for r in requests)
 
@@ -497,13 +518,20 @@ def test_fake_runs_as_a_process(tmp_path):
     record = tmp_path / "requests.jsonl"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.harness.fake_openai", "--script", str(script), "--record", str(record)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         base_url = proc.stdout.readline().strip()
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
         client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0, timeout=10)
-        texts = [client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
-                 .choices[0].message.content for i in range(2)]
+        texts = [
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
+            .choices[0]
+            .message.content
+            for i in range(2)
+        ]
         assert texts == ["scripted", "default"]
     finally:
         proc.terminate()

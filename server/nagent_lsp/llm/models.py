@@ -14,7 +14,7 @@ from nagent_lsp.core.ports import ChatModel
 
 def chat_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
     """The openai adapter (imported here, so nothing else pays for importing openai)."""
-    from nagent_lsp.llm.openai_chat import ChatModel as OpenAIChatModel
+    from nagent_lsp.llm.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(settings, environ)
 

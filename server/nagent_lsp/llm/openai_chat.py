@@ -83,7 +83,7 @@ def not_configured_message(api_key_env: str) -> str:
     )
 
 
-class ChatModel:
+class OpenAIChatModel:
     """One configured chat model. Build a new one when settings change; it is cheap."""
 
     def __init__(
@@ -126,7 +126,7 @@ class ChatModel:
 
     def __repr__(self) -> str:
         return (
-            f"ChatModel(model={self.model!r}, baseUrl={self.display_base_url!r}, "
+            f"OpenAIChatModel(model={self.model!r}, baseUrl={self.display_base_url!r}, "
             f"apiKeyEnv={self.api_key_env!r}, keySet={self._key is not None})"
         )
 

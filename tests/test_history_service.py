@@ -170,7 +170,7 @@ def test_new_commit_shows_without_restart_incrementally(repo, tmp_path: Path) ->
     assert again.entry("src/app.py", HistorySettings()).view.commits[0].hash == sha
 
 
-def test_rewritten_history_rebuilds(repo, tmp_path: Path) -> None:
+def test_rewritten_history_reuses_the_pool_instead_of_rebuilding(repo, tmp_path: Path) -> None:
     root, h = repo
     service = HistoryService(root, tmp_path / "cache")
     service.start().result()
@@ -179,7 +179,14 @@ def test_rewritten_history_rebuilds(repo, tmp_path: Path) -> None:
     assert service.refresh()
     view = service.entry("src/app.py", HistorySettings()).view
     assert [c.hash for c in view.commits] == [sha, h["move"], h["app_util"], h["start"]]
-    assert service.counters.builds == 2
+    assert service.counters.builds == 1 and service.counters.appended == 1  # only the new commit was read
+    # back to the old tip: everything is in the pool already, no git log at all
+    git(root, "reset", "-q", "--hard", h["merge"])
+    before = service.counters.git_processes
+    assert service.refresh()
+    view = service.entry("src/app.py", HistorySettings()).view
+    assert view.commits[0].hash == h["topic"] and len(view.commits) == 6
+    assert service.counters.git_processes == before and service.counters.builds == 1
     service.close()
 
 

@@ -1,10 +1,44 @@
-"""`git blame --porcelain` output -> the commit that last changed each line; `.git-blame-ignore-revs` parsing."""
+"""`git blame --porcelain` output -> the commit that last changed each line; moving a blame across one commit with
+that commit's diff; `.git-blame-ignore-revs` parsing.
+
+A blame is kept compact (`Blame`: each distinct hash once, one small int per line), because the service keeps a
+bounded number of them in memory and shares one between HEADs when the file did not change in between.
+"""
 
 from __future__ import annotations
 
 import re
+from array import array
+from dataclasses import dataclass
 
 _HEADER = re.compile(rb"^([0-9a-f]{40}) (\d+) (\d+)(?: \d+)?$")
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass(frozen=True)
+class Blame:
+    shas: tuple[str, ...]  # distinct commits, in first-seen order
+    lines: array  # per final line (index 0 = line 1): an index into `shas`
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def at(self, line: int) -> str:
+        """The commit of 1-based `line`, or "" past the end."""
+        if not 1 <= line <= len(self.lines):
+            return ""
+        return self.shas[self.lines[line - 1]]
+
+    @property
+    def weight(self) -> int:
+        """What it costs to keep, in line entries (the cache's budget unit)."""
+        return len(self.lines) + len(self.shas)
+
+
+def compact(per_line: list[str]) -> Blame:
+    ids: dict[str, int] = {}
+    lines = array("I", (ids.setdefault(sha, len(ids)) for sha in per_line))
+    return Blame(tuple(ids), lines)
 
 
 def parse_porcelain(data: bytes) -> list[str]:
@@ -20,6 +54,38 @@ def parse_porcelain(data: bytes) -> list[str]:
         return []
     size = max(lines)
     return [lines.get(i, "") for i in range(1, size + 1)]
+
+
+def parse_hunks(diff: bytes) -> list[tuple[int, int, int, int]]:
+    """(old start, old count, new start, new count) of each hunk of a `git diff -U0` (line numbers 1-based; a count
+    of 0 means the start is the line before the insertion or deletion point)."""
+    out = []
+    for raw in diff.split(b"\n"):
+        match = _HUNK.match(raw)
+        if match:
+            a, b, c, d = match.groups()
+            out.append((int(a), 1 if b is None else int(b), int(c), 1 if d is None else int(d)))
+    return out
+
+
+def advance(old: Blame, hunks: list[tuple[int, int, int, int]], sha: str) -> Blame:
+    """The blame after one commit `sha` whose diff of the file is `hunks`: lines it added or rewrote are its own,
+    every other line keeps the commit it had."""
+    shas = list(old.shas)
+    try:
+        mine = shas.index(sha)
+    except ValueError:
+        mine = len(shas)
+        shas.append(sha)
+    lines = array("I")
+    cursor = 0  # next old line (0-based) not yet copied
+    for old_start, old_count, _new_start, new_count in hunks:
+        keep_until = old_start - 1 if old_count else old_start  # 0-based end of the unchanged run before the hunk
+        lines.extend(old.lines[cursor:keep_until])
+        lines.extend(array("I", [mine]) * new_count)
+        cursor = keep_until + old_count
+    lines.extend(old.lines[cursor:])
+    return Blame(tuple(shas), lines)
 
 
 def parse_ignore_revs(text: str) -> frozenset[str]:

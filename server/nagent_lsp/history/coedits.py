@@ -10,12 +10,15 @@ rate = count / commits; high >= 50 %, medium >= 20 %, else low; top 20 by count,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 HIGH = 0.5
 MEDIUM = 0.2
 TOP = 20
+
+P = TypeVar("P", bound=Hashable)  # how a path is given: git's bytes (the index) or text
 
 
 @dataclass(frozen=True)
@@ -49,17 +52,18 @@ def level(rate: float) -> str:
 
 
 def coedit_table(
-    changesets: Iterable[tuple[str, Iterable[str]]],
-    own_names: Iterable[str],
+    changesets: Iterable[tuple[str, Iterable[P]]],
+    own_names: Iterable[P],
     max_changeset_files: int,
     ignored: Callable[[str], bool] = lambda _h: False,
-    keep: Callable[[str], bool] = lambda _p: True,
+    keep: Callable[[P], bool] = lambda _p: True,
     limit: int = TOP,
+    name: Callable[[P], str] = str,
 ) -> CoeditTable:
     """`changesets`: (commit hash, paths it changed under their current names), for the file's commits.
-    `keep(path)` filters partners (e.g. files that no longer exist)."""
+    `keep(path)` filters partners (e.g. files that no longer exist); `name(path)` is the text a row shows."""
     own = set(own_names)
-    counts: Counter[str] = Counter()
+    counts: Counter[P] = Counter()
     commits = 0
     skipped = 0
     for sha, paths in changesets:
@@ -70,7 +74,12 @@ def coedit_table(
         commits += 1
         for path in set(files) - own:
             counts[path] += 1
-    ranked = sorted(((p, c) for p, c in counts.items() if keep(p)), key=lambda pc: (-pc[1], pc[0]))[:limit]
+    ranked: list[tuple[str, int]] = []
+    for shown, c, p in sorted(((name(p), c, p) for p, c in counts.items()), key=lambda t: (-t[1], t[0])):
+        if len(ranked) >= limit:
+            break
+        if keep(p):  # asked only of the rows that could be shown
+            ranked.append((shown, c))
     denominator = max(1, commits)
     rows = tuple(CoeditRow(p, c, c / denominator, level(c / denominator)) for p, c in ranked)
     return CoeditTable(commits, rows, skipped)

@@ -83,26 +83,29 @@ class GitRepository:
         return b"".join(self.stream(args, stdin))
 
     # -- the queries the history capability needs -----------------------------------------------------------------
-    def log_all(self, revision: str = "HEAD", exclude: str | None = None) -> Iterator[bytes]:
-        """The whole-repository pass: every commit reachable from `revision` (minus `exclude`'s ancestors) with
-        the files it changed (-M: renames as R lines). Merges show no files (their changes count once, in the
-        commits that made them)."""
+    def log_all(self, revision: str = "HEAD", exclude: Iterable[str] = ()) -> Iterator[bytes]:
+        """The whole-repository pass: every commit reachable from `revision` but not from any of `exclude` (HEADs
+        whose history is already indexed; names git no longer knows are ignored), with the files it changed (-M:
+        renames as R lines). Merges show no files (their changes count once, in the commits that made them)."""
         args = ["log", "-z", "--name-status", "-M", "--no-color", LOG_FORMAT, revision]
-        if exclude:
-            args.append(f"^{exclude}")
+        excluded = [e for e in exclude if e]
+        if excluded:
+            args += ["--ignore-missing", "--not", *excluded]
         return self.stream(args + ["--"])
 
     def log_paths(self, paths: Iterable[str], limit: int, revision: str = "HEAD") -> Iterator[bytes]:
-        """Bounded per-file query: the last `limit` non-merge commits touching any of `paths`, each with ALL the
-        files it changed (--full-diff), so renames into these paths are visible as R lines. --full-history keeps
-        history simplification from hiding commits; no --follow (never Bloom-accelerated)."""
+        """Bounded per-file query (the first page before the index is ready): the last `limit` non-merge commits
+        touching any of `paths`, each with ALL the files it changed (--full-diff), so renames into these paths are
+        visible as R lines and co-edits can be counted. git's default history simplification (what `git log FILE`
+        and nagent's `git log --follow` show): --full-history walks every side branch and is 2-5x slower on
+        git.git; the complete index, built in the background, then adds what simplification hid. No --follow
+        (never Bloom-accelerated): a rename seen in the page is followed by another page for the old name."""
         args = [
             "log",
             "-z",
             "--name-status",
             "-M",
             "--no-color",
-            "--full-history",
             "--no-merges",
             "--full-diff",
             f"-n{int(limit)}",
@@ -112,6 +115,10 @@ class GitRepository:
             *paths,
         ]
         return self.stream(args)
+
+    def diff_zero_context(self, old: str, new: str, path: str) -> bytes:
+        """`git diff -U0 old new -- path`: the hunks that move a blame from `old` to `new`."""
+        return self.run(["diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--", path])
 
     def is_ancestor(self, old: str, new: str) -> bool:
         try:

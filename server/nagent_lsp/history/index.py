@@ -1,30 +1,65 @@
-"""Repository index: every commit with the files it changed, queried per file from memory.
+"""Repository index: every commit HEAD has had, with the files it changed, queried per file from memory.
 
-Commits get ascending ids in history order (oldest first), so an incremental update only appends and "older than
-commit c" is `id < c`. Paths and authors are interned. Rename records (old -> new) let a file's history continue
-under its former names (like `--follow`, but for any file at once and without a process), and let co-edited partner
-names be carried forward to the name they have now.
+**A pool of commits, and a view per HEAD.** The index keeps every commit it has ever read (the history of HEAD, and
+of the HEADs before it: the branch you switched away from, the commit you amended) in columns, with ids in
+topological order (every parent has a smaller id than its children; git's own output order is fixed up where clock
+skew breaks that). The pool is closed under ancestry: a commit's parents are always in it (except beyond a shallow
+clone's boundary). What HEAD sees is a `View`: the commits reachable from it, as a byte mask over the pool (or "all").
+Moving HEAD therefore never rebuilds anything:
+- a fast-forward reads only the new commits (`git log NEW --not <HEADs already read>`) and appends them;
+- an amend, rebase or reset reads only the commits the pool lacks (usually a handful) and repaints the mask by
+  walking from the old and the new HEAD down to their common ancestors (`_paint`: the symmetric difference, no
+  git process);
+- a switch to a commit already in the pool (a branch and back, an older tag) reads nothing at all.
+Every query takes the view it answers for, so nothing from another branch leaks into an answer.
 
-The index is plain data; persistence is JSON (never pickle: the cache folder lives inside a repository a stranger may
-have prepared).
+**Bytes.** Paths, names, e-mails and subjects are git's bytes (history.encoding); paths are interned (`paths`,
+`path_ids`), people too. Text is made when a `CommitRef` is handed out.
+
+**Memory.** Per commit: its 20-byte hash, parent ids, author id, time, subject bytes and change entries live in
+`array`/`bytearray` columns (no object per commit); hashes are found through a sorted 8-byte-prefix array. The
+per-path commit lists (`by_path`) are arrays too. About 150 bytes per commit plus the subjects: see
+docs/ARCHITECTURE.md for the ceiling at 1M commits.
+
+**Persistence** (`encode_segment` / `decode`): the columns are written as segments, each holding the commits, paths
+and people added since the previous one plus the HEAD it describes; a HEAD move appends one small segment instead
+of rewriting the file, and loading is `array.frombytes` on each column plus one pass to rebuild the per-path lists.
+The framing of segments in a file (lengths, checksums, append, compaction) is store.history_index's. No pickle, no
+eval: the cache folder lives inside a repository a stranger may have prepared, so decoding checks every length.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
+import sys
+from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from nagent_lsp.history.logparse import RawCommit
+from nagent_lsp.history.encoding import display
+from nagent_lsp.history.logparse import RawCommit, split_records
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAX_RENAME_HOPS = 64
+HASH = 20  # bytes of a binary SHA-1
+TIPS = 16  # recent HEADs remembered as "everything they reach is in the pool" (the --not list of an update)
+VIEWS = 4  # recent views kept, so a switch back costs nothing
+
+# Kinds of change entries (one byte each, beside the path id). A rename or copy is two entries: the new name with
+# R or C, immediately followed by the old name with r or c. Sources are not "touched" by the commit.
+SOURCE_KINDS = frozenset(b"rc")
+_RENAME_SOURCE = ord("r")
+_DELETE = ord("D")
+
+_EMPTY = array("I")
 
 
 @dataclass(frozen=True, slots=True)
 class CommitRef:
-    """One commit of a file's history, with the name the file had in it."""
+    """One commit of a file's history, with the name the file had in it (text for people, bytes for git)."""
 
     id: int
     hash: str
@@ -33,47 +68,195 @@ class CommitRef:
     time: int
     subject: str
     path: str
+    raw_path: bytes = b""
 
 
 @dataclass(frozen=True)
 class Lineage:
-    path: str
+    path: bytes
     commits: tuple[CommitRef, ...]  # newest first
-    names: frozenset[str]  # the current name and every former name reached
-    complete: bool  # False when cut at a limit (there may be older commits)
+    names: frozenset[bytes]  # the current name and every former name reached
+    complete: bool  # False when cut at a limit with older commits left
+
+
+class View:
+    """The commits of the pool that one HEAD reaches: a byte per commit, or None for "every commit below size"
+    (size None: every commit, whatever is added later: an index no HEAD was chosen for)."""
+
+    __slots__ = ("head", "mask", "size", "_count")
+
+    def __init__(self, head: str | None, mask: bytearray | None, size: int | None):
+        self.head = head
+        self.mask = mask
+        self.size = size
+        self._count: int | None = None
+
+    def has(self, cid: int) -> bool:
+        mask = self.mask
+        if mask is None:
+            return self.size is None or cid < self.size
+        return cid < len(mask) and mask[cid] == 1
+
+    @property
+    def count(self) -> int:
+        if self._count is None:
+            self._count = (self.size or 0) if self.mask is None else self.mask.count(1)
+        return self._count
+
+
+EVERYTHING = View(None, None, None)
+
+
+class HashLookup:
+    """hash -> commit id without a Python object per commit: sorted 8-byte prefixes beside their ids, plus a small
+    dict for recent additions (merged into the arrays when it grows)."""
+
+    MERGE_AT = 50_000
+
+    def __init__(self) -> None:
+        self.keys = array("Q")
+        self.ids = array("I")
+        self.recent: dict[bytes, int] = {}
+
+    def rebuild(self, hashes: bytearray, count: int) -> None:
+        prefix = [int.from_bytes(hashes[i * HASH : i * HASH + 8], "big") for i in range(count)]
+        order = sorted(range(count), key=prefix.__getitem__)
+        self.keys = array("Q", [prefix[i] for i in order])
+        self.ids = array("I", order)
+        self.recent = {}
+
+    def add(self, raw: bytes, cid: int, hashes: bytearray) -> None:
+        self.recent[raw] = cid
+        if len(self.recent) >= self.MERGE_AT:
+            self.rebuild(hashes, len(hashes) // HASH)
+
+    def get(self, raw: bytes, hashes: bytearray) -> int | None:
+        cid = self.recent.get(raw)
+        if cid is not None:
+            return cid
+        key = int.from_bytes(raw[:8], "big")
+        keys = self.keys
+        i = bisect_left(keys, key)
+        while i < len(keys) and keys[i] == key:
+            cid = self.ids[i]
+            if hashes[cid * HASH : cid * HASH + HASH] == raw:
+                return cid
+            i += 1
+        return None
+
+
+@dataclass(frozen=True)
+class Marks:
+    """How much of an index a file already holds (what the next segment starts after)."""
+
+    commits: int = 0
+    paths: int = 0
+    people: int = 0
+
+
+def _raw_hash(hexsha: str) -> bytes | None:
+    try:
+        raw = bytes.fromhex(hexsha)
+    except ValueError:
+        return None
+    return raw if len(raw) == HASH else None
 
 
 class RepoIndex:
     def __init__(self) -> None:
-        self.head: str | None = None
-        self.paths: list[str] = []
-        self.path_ids: dict[str, int] = {}
-        self.people: list[tuple[str, str]] = []
-        self.people_ids: dict[tuple[str, str], int] = {}
-        self.hashes: list[str] = []
-        self.hash_ids: dict[str, int] = {}
-        self.author: list[int] = []
-        self.time: list[int] = []
-        self.subject: list[str] = []
-        self.merge: list[bool] = []
-        self.changes: list[tuple[int, ...]] = []  # path ids touched (new names; deleted paths too)
-        self.by_path: dict[int, list[int]] = {}  # path id -> ascending commit ids
+        self.hashes = bytearray()
+        self.parent1 = array("i")
+        self.parent2 = array("i")
+        self.more_parents: dict[int, tuple[int, ...]] = {}  # octopus merges: parents after the second
+        self.author = array("I")
+        self.time = array("q")
+        self.subj_off = array("Q", [0])
+        self.subj = bytearray()
+        self.ch_off = array("Q", [0])
+        self.ch_pid = array("I")
+        self.ch_kind = bytearray()
+        self.paths: list[bytes] = []
+        self.path_ids: dict[bytes, int] = {}
+        self.people: list[tuple[bytes, bytes]] = []
+        self.people_ids: dict[tuple[bytes, bytes], int] = {}
+        self._people_text: list[tuple[str, str]] = []
+        self.by_path: dict[int, array] = {}  # path id -> ascending ids of commits that touched it
+        self.gone: dict[int, array] = {}  # path id -> ascending ids of commits that deleted it or renamed it away
         self.renames_into: dict[int, list[tuple[int, int]]] = {}  # new pid -> [(commit id, old pid)] ascending
         self.renames_from: dict[int, list[tuple[int, int]]] = {}  # old pid -> [(commit id, new pid)] ascending
-        self.dead: set[int] = set()  # paths whose last change deleted or renamed them away
+        self._lookup = HashLookup()
+        self.view: View = EVERYTHING
+        self.tips: list[str] = []  # recent HEADs whose every ancestor is in the pool (newest first)
+        self._views: OrderedDict[str, View] = OrderedDict()
 
-    # -- building ------------------------------------------------------------------------------------------------
+    # -- size and simple accessors --------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.hashes)
+        return len(self.hashes) // HASH
 
-    def _pid(self, path: str) -> int:
+    @property
+    def head(self) -> str | None:
+        return self.view.head
+
+    @head.setter
+    def head(self, value: str | None) -> None:
+        """Label the index with a HEAD that reaches every commit in it (a per-file page, a test)."""
+        self.view = View(value, None, len(self))
+
+    def hash_of(self, cid: int) -> str:
+        return self.hashes[cid * HASH : cid * HASH + HASH].hex()
+
+    def lookup(self, hexsha: str) -> int | None:
+        raw = _raw_hash(hexsha)
+        return None if raw is None else self._lookup.get(raw, self.hashes)
+
+    def subject_of(self, cid: int) -> bytes:
+        return bytes(self.subj[self.subj_off[cid] : self.subj_off[cid + 1]])
+
+    def parents_of(self, cid: int) -> tuple[int, ...]:
+        first, second = self.parent1[cid], self.parent2[cid]
+        if first < 0:
+            return ()
+        if second < 0:
+            return (first,)
+        return (first, second, *self.more_parents.get(cid, ()))
+
+    def is_merge(self, cid: int) -> bool:
+        return self.parent2[cid] >= 0
+
+    def touched(self, cid: int) -> list[int]:
+        """Path ids the commit changed (new names of renames, deleted paths too; not rename sources)."""
+        kinds, pids = self.ch_kind, self.ch_pid
+        return [pids[k] for k in range(self.ch_off[cid], self.ch_off[cid + 1]) if kinds[k] not in SOURCE_KINDS]
+
+    def person_text(self, aid: int) -> tuple[str, str]:
+        texts = self._people_text
+        while len(texts) <= aid:  # people are only ever appended
+            name, email = self.people[len(texts)]
+            texts.append((display(name), display(email)))
+        return texts[aid]
+
+    def ref(self, cid: int, raw_path: bytes, shown: str | None = None) -> CommitRef:
+        name, email = self.person_text(self.author[cid])
+        return CommitRef(
+            cid,
+            self.hash_of(cid),
+            name,
+            email,
+            self.time[cid],
+            display(self.subject_of(cid)),
+            display(raw_path) if shown is None else shown,
+            raw_path,
+        )
+
+    # -- adding commits -------------------------------------------------------------------------------------------
+    def _pid(self, path: bytes) -> int:
         pid = self.path_ids.get(path)
         if pid is None:
             pid = self.path_ids[path] = len(self.paths)
             self.paths.append(path)
         return pid
 
-    def _person(self, name: str, email: str) -> int:
+    def _person(self, name: bytes, email: bytes) -> int:
         key = (name, email)
         aid = self.people_ids.get(key)
         if aid is None:
@@ -81,247 +264,652 @@ class RepoIndex:
             self.people.append(key)
         return aid
 
-    def append(self, commit: RawCommit) -> int:
-        """Add one commit that is newer than every commit already here (or the first). Returns its id."""
-        existing = self.hash_ids.get(commit.hash)
-        if existing is not None:
-            return existing
-        cid = len(self.hashes)
-        self.hashes.append(commit.hash)
-        self.hash_ids[commit.hash] = cid
-        self.author.append(self._person(commit.author, commit.email))
-        self.time.append(commit.time)
-        self.subject.append(commit.subject)
-        self.merge.append(len(commit.parents) > 1)
-        touched: list[int] = []
-        for status, path, old in commit.changes:
-            pid = self._pid(path)
-            touched.append(pid)
-            self.by_path.setdefault(pid, []).append(cid)
-            if status == "D":
-                self.dead.add(pid)
-            else:
-                self.dead.discard(pid)
-            if status == "R" and old is not None:
-                oid = self._pid(old)
-                self.renames_into.setdefault(pid, []).append((cid, oid))
-                self.renames_from.setdefault(oid, []).append((cid, pid))
-                self.dead.add(oid)
-        self.changes.append(tuple(touched))
-        return cid
-
-    @classmethod
-    def from_log_stream(cls, chunks: Iterable[bytes]) -> RepoIndex:
-        """Build from the raw `git log -z --name-status -M` stream (newest first) while it streams in.
-
-        The hot path of a cold build: bytes are interned without decoding repeats, and ids are assigned in stream
-        order (newest = 0) then flipped once at the end, so no second pass over parsed objects is needed. Must give
-        exactly what `extend_newest_first(parse_log(...))` gives (a test checks it)."""
-        index = cls()
-        pids: dict[bytes, int] = {}
-        people: dict[bytes, int] = {}
-        paths, hashes, author, time, subject, merge, changes = (
-            index.paths,
-            index.hashes,
-            index.author,
-            index.time,
-            index.subject,
-            index.merge,
-            index.changes,
-        )
-        by_path: dict[int, list[int]] = {}
-        renames: list[tuple[int, int, int]] = []  # (stream cid, old pid, new pid)
-        dead = index.dead
-
-        def intern(raw: bytes) -> tuple[int, bool]:
-            pid = pids.get(raw)
-            if pid is not None:
-                return pid, False
-            pid = pids[raw] = len(paths)
-            paths.append(raw.decode("utf-8", "surrogateescape"))
-            return pid, True
-
-        def ingest(record: bytes) -> None:
-            head, sep, rest = record.partition(b"\0")
-            fields = head.split(b"\x1f", 5)
-            if len(fields) != 6:
-                return
-            cid = len(hashes)
-            hashes.append(fields[0].decode("ascii"))
-            key = fields[2] + b"\x1f" + fields[3]
-            aid = people.get(key)
-            if aid is None:
-                aid = people[key] = len(index.people)
-                index.people.append(
-                    (fields[2].decode("utf-8", "surrogateescape"), fields[3].decode("utf-8", "surrogateescape"))
-                )
-            author.append(aid)
-            try:
-                time.append(int(fields[4]))
-            except ValueError:
-                time.append(0)
-            subject.append(fields[5].decode("utf-8", "surrogateescape"))
-            merge.append(b" " in fields[1])
-            touched: list[int] = []
-            if sep and len(rest) > 1:
-                tokens = rest[1:].split(b"\0") if rest[:1] == b"\n" else rest.split(b"\0")
-                n = len(tokens) - 1
-                i = 0
-                while i < n:
-                    status = tokens[i][:1]
-                    if status == b"R" or status == b"C":
-                        if i + 2 > n:
-                            break
-                        pid, first = intern(tokens[i + 2])
-                        if status == b"R":
-                            oid, ofirst = intern(tokens[i + 1])
-                            renames.append((cid, oid, pid))
-                            if ofirst:  # newest first: the first sighting is the latest state
-                                dead.add(oid)
-                        i += 3
-                    else:
-                        if i + 1 > n:
-                            break
-                        pid, first = intern(tokens[i + 1])
-                        if first and status == b"D":
-                            dead.add(pid)
-                        i += 2
-                    touched.append(pid)
+    def _derive(self, start: int) -> None:
+        """Per-path lists, renames and deletions for commits `start`.. (ids ascending keeps every list sorted)."""
+        by_path, gone = self.by_path, self.gone
+        into, away = self.renames_into, self.renames_from
+        ch_off, pids, kinds = self.ch_off, self.ch_pid, self.ch_kind
+        for cid in range(start, len(self)):
+            k, end = ch_off[cid], ch_off[cid + 1]
+            while k < end:
+                pid, kind = pids[k], kinds[k]
+                if kind in SOURCE_KINDS:
+                    if kind == _RENAME_SOURCE:
+                        new = pids[k - 1]
+                        into.setdefault(new, []).append((cid, pid))
+                        away.setdefault(pid, []).append((cid, new))
+                        lst = gone.get(pid)
+                        if lst is None:
+                            gone[pid] = array("I", [cid])
+                        else:
+                            lst.append(cid)
+                else:
                     lst = by_path.get(pid)
                     if lst is None:
-                        by_path[pid] = [cid]
+                        by_path[pid] = array("I", [cid])
                     else:
                         lst.append(cid)
-            changes.append(tuple(touched))
-
-        tail = b""
-        for chunk in chunks:
-            parts = (tail + chunk).split(b"\x01")
-            tail = parts.pop()
-            for part in parts:
-                if part:
-                    ingest(part)
-        if tail:
-            ingest(tail)
-        # flip to ascending ids (oldest = 0)
-        last = len(hashes) - 1
-        for seq in (hashes, author, time, subject, merge, changes):
-            seq.reverse()
-        index.hash_ids = {h: i for i, h in enumerate(hashes)}
-        index.by_path = {pid: [last - c for c in reversed(ids)] for pid, ids in by_path.items()}
-        for cid, oid, pid in reversed(renames):
-            index.renames_into.setdefault(pid, []).append((last - cid, oid))
-            index.renames_from.setdefault(oid, []).append((last - cid, pid))
-        index.path_ids = {p: i for i, p in enumerate(paths)}
-        index.people_ids = {p: i for i, p in enumerate(index.people)}
-        return index
+                    if kind == _DELETE:
+                        lst = gone.get(pid)
+                        if lst is None:
+                            gone[pid] = array("I", [cid])
+                        else:
+                            lst.append(cid)
+                k += 1
 
     def extend_newest_first(self, commits: Iterable[RawCommit]) -> int:
-        """Append a batch given in git's order (newest first). Returns how many were new."""
-        batch = list(commits)
-        before = len(self.hashes)
-        for commit in reversed(batch):
-            self.append(commit)
-        return len(self.hashes) - before
+        """Append a batch given in git's order (newest first); commits already here are skipped. Returns how many
+        were new."""
+        builder = IndexBuilder(self)
+        for commit in commits:
+            builder.add(commit)
+        return len(builder.finish())
 
-    # -- queries -------------------------------------------------------------------------------------------------
-    def ref(self, cid: int, path: str) -> CommitRef:
-        name, email = self.people[self.author[cid]]
-        return CommitRef(cid, self.hashes[cid], name, email, self.time[cid], self.subject[cid], path)
+    # -- views ----------------------------------------------------------------------------------------------------
+    def _reach(self, cid: int) -> bytearray:
+        mask = bytearray(len(self))
+        p1, p2, more = self.parent1, self.parent2, self.more_parents
+        stack = [cid]
+        push, pop = stack.append, stack.pop
+        while stack:
+            c = pop()
+            if mask[c]:
+                continue
+            mask[c] = 1
+            a = p1[c]
+            if a >= 0:
+                if not mask[a]:
+                    push(a)
+                b = p2[c]
+                if b >= 0:
+                    if not mask[b]:
+                        push(b)
+                    for x in more.get(c, ()):
+                        push(x)
+        return mask
 
-    def lineage(self, path: str, limit: int | None = None) -> Lineage:
-        """The file's commits newest first, following renames backwards; stops after `limit` commits."""
+    def _paint(self, old: int, new: int) -> tuple[list[int], list[int]]:
+        """(commits only `old` reaches, commits only `new` reaches): walk down from both in descending id order
+        (parents have smaller ids) until every commit still queued is reached by both."""
+        if old == new:
+            return [], []
+        flags = {old: 1, new: 2}
+        heap = [-old, -new]
+        heapq.heapify(heap)
+        undecided = 2  # queued commits not yet known to be reached by both
+        only_old: list[int] = []
+        only_new: list[int] = []
+        while heap and undecided:
+            c = -heapq.heappop(heap)
+            f = flags[c]
+            if f != 3:
+                undecided -= 1
+                (only_old if f == 1 else only_new).append(c)
+            for p in self.parents_of(c):
+                before = flags.get(p, 0)
+                after = before | f
+                if before == 0:
+                    flags[p] = after
+                    heapq.heappush(heap, -p)
+                    if after != 3:
+                        undecided += 1
+                elif after != before:
+                    flags[p] = after
+                    if after == 3:
+                        undecided -= 1
+        return only_old, only_new
+
+    def view_for(self, head: str | None) -> View | None:
+        """The view of `head`, computed from the current one without git; None when `head` is not in the pool."""
+        if head is None:
+            return View(None, bytearray(), len(self))
+        cached = self._views.get(head)
+        if cached is not None:  # still exact: commits appended since are never reachable from an older view's HEAD
+            self._views.move_to_end(head)
+            return cached
+        cid = self.lookup(head)
+        if cid is None:
+            return None
+        current = self.view
+        old = self.lookup(current.head) if current.head is not None else None
+        if old is None:
+            mask = self._reach(cid)
+            return View(head, None if mask.count(1) == len(self) else mask, len(self))
+        only_old, only_new = self._paint(old, cid)
+        size = len(self) if current.size is None else current.size
+        if current.mask is None and not only_old and len(only_new) == len(self) - size:
+            return View(head, None, len(self))
+        mask = bytearray(current.mask) if current.mask is not None else bytearray(b"\x01") * size
+        mask.extend(bytes(len(self) - len(mask)))
+        for c in only_old:
+            mask[c] = 0
+        for c in only_new:
+            mask[c] = 1
+        return View(head, mask, len(self))
+
+    def checkout(self, view: View) -> None:
+        """Make `view` the one queries use by default, and remember its HEAD as a tip."""
+        self.view = view
+        if view.head is not None:
+            self._views[view.head] = view
+            self._views.move_to_end(view.head)
+            while len(self._views) > VIEWS:
+                self._views.popitem(last=False)
+            self.tips = [view.head, *(t for t in self.tips if t != view.head)][:TIPS]
+
+    # -- queries --------------------------------------------------------------------------------------------------
+    def lineage(self, path: bytes, limit: int | None = None, view: View | None = None) -> Lineage:
+        """The file's commits newest first, following renames backwards; at most `limit` commits."""
+        has = (view or self.view).has
         out: list[CommitRef] = []
-        names: set[str] = {path}
+        names: set[bytes] = {path}
         pid = self.path_ids.get(path)
-        upper = len(self.hashes)
+        upper = len(self)
         hops = 0
-        complete = True
         while pid is not None and hops < MAX_RENAME_HOPS:
             hops += 1
-            ids = self.by_path.get(pid, [])
+            ids = self.by_path.get(pid, _EMPTY)
             renames = self.renames_into.get(pid, [])
-            # the newest rename into this name that happened below `upper` ends this name's segment
+            # the newest rename into this name below `upper` (and in the view) ends this name's segment
             k = bisect_left(renames, (upper, -1)) - 1
+            while k >= 0 and not has(renames[k][0]):
+                k -= 1
             floor_id, old = renames[k] if k >= 0 else (-1, None)
-            name = self.paths[pid]
-            hi = bisect_left(ids, upper)
+            raw = self.paths[pid]
+            shown = display(raw)
+            i = bisect_left(ids, upper) - 1
             lo = bisect_left(ids, floor_id) if floor_id >= 0 else 0
-            for i in range(hi - 1, lo - 1, -1):
-                out.append(self.ref(ids[i], name))
-                if limit is not None and len(out) >= limit:
-                    complete = i == lo and old is None
-                    return Lineage(path, tuple(out), frozenset(names), complete)
+            while i >= lo:
+                c = ids[i]
+                if has(c):
+                    if limit is not None and len(out) >= limit:
+                        return Lineage(path, tuple(out), frozenset(names), False)
+                    out.append(self.ref(c, raw, shown))
+                i -= 1
             if old is None:
                 break
             names.add(self.paths[old])
             pid, upper = old, floor_id
-        return Lineage(path, tuple(out), frozenset(names), complete)
+        return Lineage(path, tuple(out), frozenset(names), True)
 
-    def canonical(self, pid: int, cid: int) -> int:
-        """The name path `pid` (as seen in commit `cid`) has now, following later renames forward."""
+    def canonical(self, pid: int, cid: int, view: View | None = None) -> int:
+        """The name path `pid` (as seen in commit `cid`) has now, following later renames in the view forward."""
+        has = (view or self.view).has
         hops = 0
         while hops < MAX_RENAME_HOPS:
             moves = self.renames_from.get(pid)
             if not moves:
                 return pid
             k = bisect_left(moves, (cid + 1, -1))
+            while k < len(moves) and not has(moves[k][0]):
+                k += 1
             if k >= len(moves):
                 return pid
             cid, pid = moves[k]
             hops += 1
         return pid
 
-    # -- persistence ---------------------------------------------------------------------------------------------
-    def to_json(self, extra: dict | None = None) -> bytes:
-        data = {
-            "version": FORMAT_VERSION,
-            "head": self.head,
-            "paths": self.paths,
-            "people": self.people,
-            "hashes": self.hashes,
-            "author": self.author,
-            "time": self.time,
-            "subject": self.subject,
-            "merge": [i for i, m in enumerate(self.merge) if m],
-            "changes": self.changes,
-            "renames": [[cid, old, new] for new, moves in self.renames_into.items() for cid, old in moves],
-            "dead": sorted(self.dead),
+    def is_dead(self, pid: int, view: View | None = None) -> bool:
+        """True when the path's last change in the view deleted it or renamed it away."""
+        has = (view or self.view).has
+        gone = self.gone.get(pid)
+        if not gone:
+            return False
+        last_gone = next((c for c in reversed(gone) if has(c)), -1)
+        if last_gone < 0:
+            return False
+        last_here = next((c for c in reversed(self.by_path.get(pid, _EMPTY)) if has(c)), -1)
+        return last_gone >= last_here
+
+    # -- persistence ----------------------------------------------------------------------------------------------
+    def marks(self) -> Marks:
+        return Marks(len(self), len(self.paths), len(self.people))
+
+    def encode_segment(self, since: Marks = Marks()) -> bytes:  # noqa: B008 - Marks is immutable
+        """Everything added after `since` (commits, paths, people) and the current HEAD, as one segment."""
+        c0, n = since.commits, len(self) - since.commits
+        e0, e1 = self.ch_off[c0], self.ch_off[len(self)]
+        s0, s1 = self.subj_off[c0], self.subj_off[len(self)]
+        new_paths = self.paths[since.paths :]
+        new_people = self.people[since.people :]
+        meta = {
+            "c0": c0,
+            "n": n,
+            "p0": since.paths,
+            "np": len(new_paths),
+            "a0": since.people,
+            "na": len(new_people),
+            "ne": e1 - e0,
+            "ns": s1 - s0,
+            "head": self.view.head,
+            "all": self.view.mask is None and self.view.size == len(self),
+            "tips": self.tips,
+            "more": {str(c): list(ps) for c, ps in self.more_parents.items() if c >= c0},
         }
-        if extra:
-            data["extra"] = extra  # type: ignore[assignment]  # free-form metadata beside the columns
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        head = json.dumps(meta, separators=(",", ":")).encode("ascii")
+        parts = [
+            len(head).to_bytes(4, "little"),
+            head,
+            bytes(self.hashes[c0 * HASH :]),
+            self.parent1[c0:].tobytes(),
+            self.parent2[c0:].tobytes(),
+            self.author[c0:].tobytes(),
+            self.time[c0:].tobytes(),
+            self.subj_off[c0 + 1 :].tobytes(),
+            bytes(self.subj[s0:s1]),
+            self.ch_off[c0 + 1 :].tobytes(),
+            self.ch_pid[e0:e1].tobytes(),
+            bytes(self.ch_kind[e0:e1]),
+            array("I", [len(p) for p in new_paths]).tobytes(),
+            b"".join(new_paths),
+            array("I", [len(x) for person in new_people for x in person]).tobytes(),
+            b"".join(x for person in new_people for x in person),
+        ]
+        return b"".join(parts)
+
+    @staticmethod
+    def header() -> bytes:
+        """The first frame of an index file: format, version and the byte order of the columns."""
+        meta = {"format": "nagent-history-index", "version": FORMAT_VERSION, "byteorder": sys.byteorder}
+        return json.dumps(meta).encode("ascii")
 
     @classmethod
-    def from_json(cls, raw: bytes) -> RepoIndex:
-        data = json.loads(raw)
-        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-            raise ValueError("unknown history index format")
+    def decode(cls, frames: Iterable[bytes]) -> RepoIndex:
+        """The index a file's frames describe (header first, then segments in order). ValueError when anything is
+        inconsistent; the caller then rebuilds."""
+        it = iter(frames)
+        try:
+            header = json.loads(next(it))
+        except (StopIteration, ValueError) as exc:
+            raise ValueError("no history index header") from exc
+        if not isinstance(header, dict) or header.get("format") != "nagent-history-index":
+            raise ValueError("not a history index")
+        if header.get("version") != FORMAT_VERSION:
+            raise ValueError(f"history index version {header.get('version')!r}, expected {FORMAT_VERSION}")
+        swap = header.get("byteorder") != sys.byteorder
         index = cls()
-        index.head = data["head"]
-        index.paths = list(data["paths"])
-        index.path_ids = {p: i for i, p in enumerate(index.paths)}
-        index.people = [tuple(p) for p in data["people"]]
-        index.people_ids = {p: i for i, p in enumerate(index.people)}
-        index.hashes = list(data["hashes"])
-        index.hash_ids = {h: i for i, h in enumerate(index.hashes)}
-        index.author = list(data["author"])
-        index.time = list(data["time"])
-        index.subject = list(data["subject"])
-        n = len(index.hashes)
-        if not (len(index.author) == len(index.time) == len(index.subject) == len(data["changes"]) == n):
-            raise ValueError("inconsistent history index")
-        index.merge = [False] * n
-        for i in data["merge"]:
-            index.merge[i] = True
-        index.changes = [tuple(c) for c in data["changes"]]
-        by_path: dict[int, list[int]] = {}
-        for cid, touched in enumerate(index.changes):
-            for pid in touched:
-                by_path.setdefault(pid, []).append(cid)
-        index.by_path = by_path
-        for cid, old, new in sorted(data["renames"]):
-            index.renames_into.setdefault(new, []).append((cid, old))
-            index.renames_from.setdefault(old, []).append((cid, new))
-        index.dead = set(data["dead"])
+        meta: dict | None = None
+        for payload in it:
+            meta = index._apply_segment(payload, swap)
+        index._derive(0)
+        index._lookup.rebuild(index.hashes, len(index))
+        if meta is not None:
+            head = meta.get("head")
+            index.tips = [t for t in meta.get("tips") or [] if isinstance(t, str)][:TIPS]
+            if isinstance(head, str):
+                if meta.get("all"):
+                    index.checkout(View(head, None, len(index)))
+                elif (cid := index.lookup(head)) is not None:
+                    mask = index._reach(cid)
+                    index.checkout(View(head, mask, len(index)))
         return index
+
+    def _apply_segment(self, payload: bytes, swap: bool) -> dict:
+        view = memoryview(payload)
+        pos = 0
+
+        def take(size: int) -> memoryview:
+            nonlocal pos
+            if size < 0 or pos + size > len(view):
+                raise ValueError("truncated history index segment")
+            part = view[pos : pos + size]
+            pos += size
+            return part
+
+        def column(code: str, count: int) -> array:
+            out = array(code)
+            out.frombytes(take(count * out.itemsize))
+            if swap:
+                out.byteswap()
+            return out
+
+        meta_len = int.from_bytes(take(4), "little")
+        meta = json.loads(bytes(take(meta_len)))
+        if not isinstance(meta, dict):
+            raise ValueError("bad segment header")
+        c0, n, p0, np_, a0, na, ne, ns = (int(meta[k]) for k in ("c0", "n", "p0", "np", "a0", "na", "ne", "ns"))
+        if c0 != len(self) or p0 != len(self.paths) or a0 != len(self.people) or min(n, np_, na, ne, ns) < 0:
+            raise ValueError("history index segments do not follow each other")
+        self.hashes += take(n * HASH)
+        self.parent1.extend(column("i", n))
+        self.parent2.extend(column("i", n))
+        authors = column("I", n)
+        times = column("q", n)
+        subj_off = column("Q", n)
+        subj = take(ns)
+        ch_off = column("Q", n)
+        ch_pid = column("I", ne)
+        ch_kind = take(ne)
+        path_lens = column("I", np_)
+        path_blob = bytes(take(sum(path_lens)))
+        people_lens = column("I", 2 * na)
+        people_blob = bytes(take(sum(people_lens)))
+        if pos != len(view):
+            raise ValueError("history index segment has trailing bytes")
+        # offsets must continue where the previous segment ended and never go backwards
+        if n and (subj_off[-1] != self.subj_off[-1] + ns or ch_off[-1] != self.ch_off[-1] + ne):
+            raise ValueError("history index offsets are inconsistent")
+        if any(b < a for a, b in zip([self.subj_off[-1], *subj_off[:-1]], subj_off, strict=True)) or any(
+            b < a for a, b in zip([self.ch_off[-1], *ch_off[:-1]], ch_off, strict=True)
+        ):
+            raise ValueError("history index offsets go backwards")
+        total_paths = len(self.paths) + np_
+        if any(p >= total_paths for p in ch_pid) or any(a >= len(self.people) + na for a in authors):
+            raise ValueError("history index refers to unknown paths or people")
+        limit = c0 + n
+        for cid in range(c0, limit):  # topological ids: every parent before its child (the walks rely on it)
+            if self.parent1[cid] >= cid or self.parent2[cid] >= cid:
+                raise ValueError("history index refers to unknown parents")
+        self.author.extend(authors)
+        self.time.extend(times)
+        self.subj_off.extend(subj_off)
+        self.subj += subj
+        self.ch_off.extend(ch_off)
+        self.ch_pid.extend(ch_pid)
+        self.ch_kind += ch_kind
+        start = 0
+        for size in path_lens:
+            path = path_blob[start : start + size]
+            start += size
+            self.path_ids[path] = len(self.paths)
+            self.paths.append(path)
+        start = 0
+        for i in range(na):
+            name = people_blob[start : start + people_lens[2 * i]]
+            start += people_lens[2 * i]
+            email = people_blob[start : start + people_lens[2 * i + 1]]
+            start += people_lens[2 * i + 1]
+            self.people_ids[(name, email)] = len(self.people)
+            self.people.append((name, email))
+        for key, value in (meta.get("more") or {}).items():
+            ids = tuple(int(x) for x in value)
+            if any(not 0 <= x < int(key) for x in ids):
+                raise ValueError("history index refers to unknown parents")
+            self.more_parents[int(key)] = ids
+        return meta
+
+
+class IndexBuilder:
+    """Adds a batch of commits, given newest first (git's order), to an index: parsing the raw `git log` stream as it
+    arrives (`feed`, the hot path of a cold build) or taking parsed commits (`add`), then `finish` gives them ids in
+    topological order and appends them.
+
+    While a long build runs, other threads may ask `partial(path)` for what the stream has shown so far."""
+
+    def __init__(self, index: RepoIndex | None = None):
+        self.index = index if index is not None else RepoIndex()
+        self._dedupe = len(self.index) > 0
+        self.count = 0  # commits taken so far (readers look no further)
+        self._hashes = bytearray()
+        self._parents: list[bytes] = []
+        self._author = array("I")
+        self._time = array("q")
+        self._subjects: list[bytes] = []
+        self._ch_off = array("Q", [0])
+        self._ch_pid = array("I")
+        self._ch_kind = bytearray()
+        self._by_path: dict[int, list[int]] = {}  # stream order (newest first), for partial answers
+        self._renames: dict[int, list[tuple[int, int]]] = {}  # new pid -> [(stream id, old pid)]
+        self._seen: set[bytes] = set()
+
+    # -- taking commits -------------------------------------------------------------------------------------------
+    def feed(self, chunks: Iterable[bytes]) -> None:
+        for record in split_records(chunks):
+            self._record(record)
+
+    def _record(self, record: bytes) -> None:
+        head, sep, rest = record.partition(b"\0")
+        fields = head.split(b"\x1f", 5)
+        if len(fields) != 6:
+            return
+        try:
+            raw = bytes.fromhex(fields[0].decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            return
+        if len(raw) != HASH:
+            return
+        try:
+            when = int(fields[4])
+        except ValueError:
+            when = 0
+        entries: list[tuple[int, int]] = []
+        if sep and len(rest) > 1:
+            intern = self.index._pid
+            tokens = rest[1:].split(b"\0") if rest[:1] == b"\n" else rest.split(b"\0")
+            n = len(tokens) - 1
+            i = 0
+            while i < n:
+                status = tokens[i][:1]
+                if status == b"R" or status == b"C":
+                    if i + 2 > n:
+                        break
+                    entries.append((intern(tokens[i + 2]), status[0]))
+                    entries.append((intern(tokens[i + 1]), status[0] + 32))  # lower case: the source
+                    i += 3
+                else:
+                    if i + 1 > n or not status:
+                        break
+                    entries.append((intern(tokens[i + 1]), status[0]))
+                    i += 2
+        self._take(raw, fields[1], fields[2], fields[3], when, fields[5], entries)
+
+    def add(self, commit: RawCommit) -> None:
+        raw = _raw_hash(commit.hash)
+        if raw is None:
+            return
+        intern = self.index._pid
+        entries: list[tuple[int, int]] = []
+        for status, path, old in commit.changes:
+            letter = ord(status[:1] or "M")
+            entries.append((intern(path), letter))
+            if old is not None and status[:1] in ("R", "C"):
+                entries.append((intern(old), letter + 32))
+        parents = " ".join(commit.parents).encode("ascii")
+        self._take(raw, parents, commit.author, commit.email, commit.time, commit.subject, entries)
+
+    def _take(
+        self, raw: bytes, parents: bytes, name: bytes, email: bytes, when: int, subject: bytes, entries: list
+    ) -> None:
+        if self._dedupe and (raw in self._seen or self.index._lookup.get(raw, self.index.hashes) is not None):
+            return
+        if self._dedupe:
+            self._seen.add(raw)
+        sid = self.count
+        self._hashes += raw
+        self._parents.append(parents)
+        self._author.append(self.index._person(name, email))
+        self._time.append(when)
+        self._subjects.append(subject)
+        for pid, kind in entries:
+            self._ch_pid.append(pid)
+            self._ch_kind.append(kind)
+        self._ch_off.append(len(self._ch_pid))
+        for k, (pid, kind) in enumerate(entries):
+            if kind in SOURCE_KINDS:
+                if kind == _RENAME_SOURCE:
+                    self._renames.setdefault(entries[k - 1][0], []).append((sid, pid))
+            else:
+                lst = self._by_path.get(pid)
+                if lst is None:
+                    self._by_path[pid] = [sid]
+                else:
+                    lst.append(sid)
+        self.count = sid + 1  # last: a reader that sees this commit sees all of it
+
+    # -- partial answers while the stream runs ----------------------------------------------------------------------
+    def partial(self, path: bytes, limit: int) -> tuple[list[RawCommit], bool]:
+        """The file's commits among those streamed so far, newest first, following renames seen so far (at most
+        `limit`); and whether the limit cut them. Safe to call from another thread while the stream is fed."""
+        count = self.count
+        out: list[RawCommit] = []
+        pid = self.index.path_ids.get(path)
+        lower = -1  # stream ids above this are older than the current name's segment start
+        hops = 0
+        while pid is not None and hops < MAX_RENAME_HOPS:
+            hops += 1
+            renames = [r for r in list(self._renames.get(pid, ())) if lower < r[0] < count]
+            floor, old = min(renames) if renames else (count, None)
+            for sid in list(self._by_path.get(pid, ())):
+                if sid <= lower or sid >= count:
+                    continue
+                if sid > floor:
+                    break
+                if len(out) >= limit:
+                    return out, True
+                out.append(self._raw_commit(sid))
+            if old is None:
+                break
+            pid, lower = old, floor
+        return out, False
+
+    def _raw_commit(self, sid: int) -> RawCommit:
+        paths = self.index.paths
+        changes: list[tuple[str, bytes, bytes | None]] = []
+        start, end = self._ch_off[sid], self._ch_off[sid + 1]
+        k = start
+        while k < end:
+            pid, kind = self._ch_pid[k], self._ch_kind[k]
+            if k + 1 < end and self._ch_kind[k + 1] in SOURCE_KINDS:
+                changes.append((chr(kind), paths[pid], paths[self._ch_pid[k + 1]]))
+                k += 2
+            else:
+                changes.append((chr(kind), paths[pid], None))
+                k += 1
+        name, email = self.index.people[self._author[sid]]
+        return RawCommit(
+            self._hashes[sid * HASH : sid * HASH + HASH].hex(),
+            tuple(self._parents[sid].decode("ascii", "replace").split()),
+            name,
+            email,
+            self._time[sid],
+            self._subjects[sid],
+            tuple(changes),
+        )
+
+    # -- finishing ----------------------------------------------------------------------------------------------
+    def _order(self) -> tuple[list[int], list[list[int]]]:
+        """Stream ids in id order (oldest first, every parent before its children), and each stream id's parents as
+        final ids (negative: -1 - stream id, resolved once the batch's ids are known)."""
+        index, count = self.index, self.count
+        local = {bytes(self._hashes[s * HASH : s * HASH + HASH]): s for s in range(count)}
+        parents: list[list[int]] = []
+        in_batch: list[list[int]] = []
+        for s in range(count):
+            mine: list[int] = []
+            local_parents: list[int] = []
+            for token in self._parents[s].split():
+                try:
+                    raw = bytes.fromhex(token.decode("ascii"))
+                except (UnicodeDecodeError, ValueError):
+                    continue
+                ps = local.get(raw)
+                if ps is not None:
+                    mine.append(-1 - ps)
+                    local_parents.append(ps)
+                    continue
+                cid = index._lookup.get(raw, index.hashes) if len(index) else None
+                if cid is not None:
+                    mine.append(cid)
+                # else: beyond a shallow boundary, or not known: no parent link
+            parents.append(mine)
+            in_batch.append(local_parents)
+        order: list[int] = []
+        state = bytearray(count)  # 0 new, 1 parents being placed, 2 placed
+        for start in range(count - 1, -1, -1):  # oldest first, as the stream's reverse
+            if state[start]:
+                continue
+            stack = [start]
+            while stack:
+                s = stack[-1]
+                if state[s] == 2:
+                    stack.pop()
+                elif state[s] == 0:
+                    state[s] = 1
+                    # pushed in reverse so the first parent is placed first
+                    stack.extend(p for p in reversed(in_batch[s]) if state[p] == 0)
+                else:
+                    stack.pop()
+                    state[s] = 2
+                    order.append(s)
+        return order, parents
+
+    def finish(self) -> list[int]:
+        """Append the batch to the index in topological order; returns the new commit ids (ascending)."""
+        index = self.index
+        if not self.count:
+            return []
+        order, parents = self._order()
+        base = len(index)
+        final = [0] * self.count
+        for position, s in enumerate(order):
+            final[s] = base + position
+        for s in order:
+            ids = [final[-1 - p] if p < 0 else p for p in parents[s]]
+            index.hashes += self._hashes[s * HASH : s * HASH + HASH]
+            index.parent1.append(ids[0] if ids else -1)
+            index.parent2.append(ids[1] if len(ids) > 1 else -1)
+            if len(ids) > 2:
+                index.more_parents[final[s]] = tuple(ids[2:])
+            index.author.append(self._author[s])
+            index.time.append(self._time[s])
+            index.subj += self._subjects[s]
+            index.subj_off.append(len(index.subj))
+            a, b = self._ch_off[s], self._ch_off[s + 1]
+            index.ch_pid.extend(self._ch_pid[a:b])
+            index.ch_kind += self._ch_kind[a:b]
+            index.ch_off.append(len(index.ch_pid))
+        index._derive(base)
+        if base == 0 or self.count >= HashLookup.MERGE_AT:
+            index._lookup.rebuild(index.hashes, len(index))
+        else:
+            for cid in range(base, len(index)):
+                index._lookup.add(bytes(index.hashes[cid * HASH : cid * HASH + HASH]), cid, index.hashes)
+        return list(range(base, len(index)))
+
+
+def build_from_log(chunks: Iterable[bytes], head: str | None = None) -> RepoIndex:
+    """A whole index from one `git log -z --name-status -M` stream (newest first) of `head`."""
+    builder = IndexBuilder()
+    builder.feed(chunks)
+    builder.finish()
+    index = builder.index
+    if head is not None:
+        index.checkout(View(head, None, len(index)))
+    return index
+
+
+def raw_commits(index: RepoIndex, ids: Iterable[int]) -> Iterator[RawCommit]:
+    """Commits of an index back as parsed records (tests compare a streamed build with a commit-by-commit one)."""
+    for cid in ids:
+        changes: list[tuple[str, bytes, bytes | None]] = []
+        k, end = index.ch_off[cid], index.ch_off[cid + 1]
+        while k < end:
+            pid, kind = index.ch_pid[k], index.ch_kind[k]
+            if k + 1 < end and index.ch_kind[k + 1] in SOURCE_KINDS:
+                changes.append((chr(kind), index.paths[pid], index.paths[index.ch_pid[k + 1]]))
+                k += 2
+            else:
+                changes.append((chr(kind), index.paths[pid], None))
+                k += 1
+        name, email = index.people[index.author[cid]]
+        yield RawCommit(
+            index.hash_of(cid),
+            tuple(index.hash_of(p) for p in index.parents_of(cid)),
+            name,
+            email,
+            index.time[cid],
+            index.subject_of(cid),
+            tuple(changes),
+        )
+
+
+__all__ = [
+    "CommitRef",
+    "IndexBuilder",
+    "Lineage",
+    "Marks",
+    "RepoIndex",
+    "View",
+    "build_from_log",
+    "raw_commits",
+]

@@ -12,6 +12,7 @@ from nagent_lsp.history.coedits import CoeditTable
 from nagent_lsp.history.index import CommitRef
 
 RECENT = 5
+BUILDING = "building history…"
 CARD_AUTHORS = 5
 CARD_COEDITS = 5
 
@@ -48,6 +49,7 @@ class HistoryView:
     complete: bool  # False: there may be more than `total`
     coedits: CoeditTable
     summary: Callable[[CommitRef], str | None] = field(default=lambda _c: None)
+    building: bool = False  # the repository's index is still being built: this is what is known so far
 
     def text_for(self, commit: CommitRef) -> str:
         return self.summary(commit) or commit.subject
@@ -80,11 +82,15 @@ def hover_card(
     commits = view.commits
     total = f"{view.total}{'' if view.complete else '+'}"
     if not commits:
+        if view.building:
+            return f"**History of `{view.file}`**: {BUILDING} nothing known about this file yet."
         return f"**History of `{view.file}`**: no commits yet."
     oldest, newest = commits[-1].time, commits[0].time
+    authors = _count(len(all_authors), "author") + ("" if view.complete else " so far")
     parts = [
         f"**History of `{view.file}`**: {total} commit{'' if view.total == 1 else 's'} by "
-        f"{_count(len(all_authors), 'author')}, {day(oldest) if view.complete else '…'} → {day(newest)}",
+        f"{authors}, {day(oldest) if view.complete else '…'} → {day(newest)}"
+        + (f" · {BUILDING}" if view.building else ""),
         "",
         "**Authors**: "
         + ", ".join(f"{_md(a.name)} ({a.commits})" for a in all_authors[:CARD_AUTHORS])
@@ -158,9 +164,15 @@ def history_markdown(view: HistoryView) -> str:
         "",
         f"{_count(len(view.commits), 'commit')} by {_count(len(authors), 'author')}, "
         f"{day(view.commits[-1].time)} → {day(view.commits[0].time)}",
-        "",
-        "### Authors",
     ]
+    if not view.complete and view.total <= len(view.commits):
+        out.append("")
+        out.append(
+            "*Partial: the newest commits only; "
+            + (f"{BUILDING[:-1]} in the background." if view.building else "older commits were not read.")
+            + "*"
+        )
+    out += ["", "### Authors"]
     out += [f"- {_md(a.name)} <{_md(a.email)}>: {_count(a.commits, 'commit')}" for a in authors]
     out += ["", "### Commits (newest first)"]
     out += [f"- {day(c.time)} `{c.hash[:7]}` {_md(c.author)}: {_md(view.text_for(c))}" for c in view.commits]

@@ -1,13 +1,21 @@
-"""One `HistoryService` per repository (and state root): the repository index, per-file fallbacks, blame
-and commit summaries, all answered from memory once warm.
+"""One `HistoryService` per repository (and state root): the repository index, per-file first pages, blame and
+commit summaries, all answered from memory once warm.
 
-How answers are produced, fastest first:
-1. the repository index in memory (built once in a background thread from ONE streamed `git log` pass, persisted
-   under cache/ keyed by the HEAD it describes, updated incrementally when HEAD moves): no git process at all;
-2. until it is ready, bounded per-file queries (one `git log -n maxCommits --full-diff` per name the file had),
-   cached per (file, HEAD).
-HEAD moving is noticed by reading .git files (no process). Blame runs once per (file, HEAD) in the background, and
-commit summaries are asked of the model in background batches, once ever per (commit, path).
+How answers are produced, best first:
+1. the repository index (history.index), for the view of the current HEAD: no git process at all. It is loaded
+   from cache/ (history-<digest>.idx, appended to on every HEAD move: store.history_index) or built in the background
+   from ONE streamed `git log` pass; when HEAD moves it reads only the commits it lacks and repaints the view;
+2. until it is ready for the current HEAD: a bounded first page per file (`git log -n50 --full-diff -- FILE`, one
+   more page per rename seen), cached per (file, HEAD), or, when the background build has already streamed past
+   more of the file's commits than the page holds, what the stream has seen. Both are marked partial.
+A hover never waits more than its budget: it answers with what is known and says so ("50+ commits", "building
+history…"); the next hover refines. HEAD moving is noticed by reading .git files (no process). Blame runs in the
+background, is kept in a bounded LRU, and is carried over to a new HEAD when the file did not change (or moved
+forward by one commit's diff). Commit summaries are asked of the model in background batches, once ever per
+(commit, path).
+
+The service reports its state (`status()`) and build progress (`add_listener`): the LSP layer turns those events
+into `$/progress` without this package knowing about LSP.
 """
 
 from __future__ import annotations
@@ -17,21 +25,33 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.history import render
-from nagent_lsp.history.blame import is_ignored, parse_ignore_revs, parse_porcelain
-from nagent_lsp.history.coedits import TOP, coedit_table
+from nagent_lsp.history.blame import (
+    Blame,
+    advance,
+    compact,
+    is_ignored,
+    parse_hunks,
+    parse_ignore_revs,
+    parse_porcelain,
+)
+from nagent_lsp.history.coedits import TOP, CoeditRow, CoeditTable, coedit_table
+from nagent_lsp.history.encoding import display, git_arg, to_bytes
 from nagent_lsp.history.git import GitError, GitRepository
-from nagent_lsp.history.index import CommitRef, Lineage, RepoIndex
+from nagent_lsp.history.index import CommitRef, IndexBuilder, Lineage, Marks, RepoIndex, View
 from nagent_lsp.history.logparse import RawCommit, parse_log
-from nagent_lsp.history.refs import read_head
+from nagent_lsp.history.refs import git_dirs, read_head
 from nagent_lsp.history.render import Author, HistoryView
-from nagent_lsp.store.atomic import atomic_write_bytes
+from nagent_lsp.store import history_index as index_file
 from nagent_lsp.store.commit_summaries import FILE_NAME as SUMMARIES_FILE
 from nagent_lsp.store.commit_summaries import CommitSummaryCache
 
@@ -44,10 +64,62 @@ Summarizer = Callable[[list[SummaryItem]], dict[tuple[str, str], str]]
 SUMMARY_LIMIT = 50  # newest commits of a file that get model summaries (older ones keep their subject)
 SUMMARY_BATCH = 20  # commits per model request
 EXCERPT_CHARS = 4000  # diff excerpt per commit sent to the model
-HOVER_STALE_WAIT = 0.25  # after HEAD moved, a hover waits this long for the incremental update, then answers anyway
-BLAME_WAIT = 0.1  # the first hover of a (file, HEAD) waits this long for blame (small files finish; big ones don't)
+HOVER_WAIT = 0.25  # a hover waits at most this long for git (an update after HEAD moved, a first page), then answers
+HOVER_STALE_WAIT = HOVER_WAIT  # the name callers used before
+BLAME_WAIT = 0.05  # a hover waits this long for a blame it has just started (small files finish; big ones do not)
+FIRST_PAGE = 50  # commits of the per-file query before the index is ready (nagent's own window)
 MAX_FALLBACK_HOPS = 8  # renames followed by per-file queries before the index exists
-CACHE_ENTRIES = 512
+COMPACT_SEGMENTS = 64  # the index file is rewritten as one segment after this many appends
+RETRY_FAILED = 30.0  # seconds before a failed build is tried again
+PROGRESS_EVERY = 0.5  # seconds between progress reports while building
+ENTRY_CACHE = 256  # per-file answers kept (each holds at most maxCommits commits)
+PAGE_CACHE = 128  # per-file first pages kept
+BLAME_LINES = 2_000_000  # line entries of blame kept (about 8 MB), whatever the number of HEADs and files
+BLAME_FILES = 256
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A dict bounded by entries and by a total weight; least recently used first out. Not thread-safe by itself."""
+
+    def __init__(self, entries: int, weight: int | None = None, weigh: Callable[[V], int] = lambda _v: 1):
+        self.entries = entries
+        self.max_weight = weight
+        self.weigh = weigh
+        self.total = 0
+        self._data: OrderedDict[K, tuple[V, int]] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        hit = self._data.get(key)
+        if hit is None:
+            return None
+        self._data.move_to_end(key)
+        return hit[0]
+
+    def put(self, key: K, value: V) -> None:
+        old = self._data.pop(key, None)
+        if old is not None:
+            self.total -= old[1]
+        w = self.weigh(value)
+        self._data[key] = (value, w)
+        self.total += w
+        while len(self._data) > self.entries or (
+            self.max_weight is not None and self.total > self.max_weight and len(self._data) > 1
+        ):
+            _, (_, dropped) = self._data.popitem(last=False)
+            self.total -= dropped
+
+    def items(self) -> list[tuple[K, V]]:
+        return [(k, v) for k, (v, _) in self._data.items()]
+
+    def clear(self) -> None:
+        self._data.clear()
+        self.total = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 class _Closed(Exception):
@@ -58,7 +130,34 @@ class _Closed(Exception):
 class _Entry:
     view: HistoryView
     all_authors: list[Author]
-    by_hash: dict[str, CommitRef]
+    by_hash: dict[str, CommitRef]  # the window's commits
+    names: frozenset[bytes] = frozenset()  # every name the file had (pathspecs for git)
+    head: str | None = None
+    partial: bool = False  # not from the complete index of this HEAD: commits may be missing
+
+
+@dataclass(frozen=True)
+class _Page:
+    index: RepoIndex
+    lineage: Lineage
+
+
+@dataclass(frozen=True)
+class _BlameEntry:
+    blame: Blame | None  # None: blame failed (e.g. the file is not in HEAD)
+    newest: str | None  # the file's newest commit in the view the blame was made for
+    total: int  # the file's commit count in that view
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """What a listener hears: a build or load beginning, progressing and ending (state after it)."""
+
+    kind: str  # "begin" | "report" | "end"
+    title: str
+    message: str
+    commits: int | None = None
+    state: str = "building"
 
 
 @dataclass
@@ -68,8 +167,16 @@ class Counters:
     git_processes: int = 0
     builds: int = 0
     loads: int = 0
-    incremental: int = 0
+    incremental: int = 0  # HEAD moves applied to the index (appends and repaints)
+    appended: int = 0  # commits read for those moves
+    rewrites: int = 0  # times the index file was written whole
+    appends: int = 0  # segments appended to it
+    pages: int = 0  # first-page per-file queries
+    blame_runs: int = 0
+    blame_reused: int = 0  # blames carried to a new HEAD without git
+    blame_advanced: int = 0  # blames moved forward by one commit's diff
     summary_requests: int = 0
+    events: list[str] = field(default_factory=list)
 
 
 class HistoryService:
@@ -87,27 +194,42 @@ class HistoryService:
         self.cache_dir = Path(cache_dir)
         self.git = git or GitRepository(self.root)
         digest = hashlib.sha1(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()[:12]
-        self.index_path = self.cache_dir / f"history-index-{digest}.json"
+        self.index_path = self.cache_dir / f"history-{digest}.idx"
+        self._legacy_path = self.cache_dir / f"history-index-{digest}.json"
         self.summaries = CommitSummaryCache(self.cache_dir / SUMMARIES_FILE)
         self.counters = Counters()
         self._summarizer = summarizer
         self._summarizer_key: tuple[object, ...] | None = None
         self.stopping = threading.Event()  # set on close: a model call in flight gives up within a second
-        self._lock = threading.RLock()
-        self._update_lock = threading.RLock()  # reentrant: a rebuild inside an update persists under it
+        self._lock = threading.RLock()  # the index and the caches
+        self._update_lock = threading.RLock()  # serialises every change to the index and its file
         self._index: RepoIndex | None = None
+        self._builder: IndexBuilder | None = None  # the cold build in progress (partial answers read it)
+        self._building_head: str | None = None
+        self._state = "idle"
+        self._error: str | None = None
+        self._failed_at = 0.0
         self._generation = 0
         self._ready = threading.Event()
         self._started = False
         self._closed = False
         self._pending: Future | None = None
+        self._marks: Marks | None = None  # what the index file holds; None: no file of ours yet
+        self._file_size = 0
+        self._segments = 0
+        self._shallow: tuple[float, int] | None = None
+        self._listeners: list[Callable[[HistoryService, HistoryEvent], None]] = []
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-index")
+        self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="nagent-history-query")
         self._blame_pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-blame")
         self._summary_pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-summary")
-        self._views: dict[tuple, _Entry] = {}
-        self._fallback: dict[tuple, tuple[RepoIndex, Lineage]] = {}
-        self._blame: dict[tuple[str, str], list[str] | None] = {}
-        self._blame_pending: dict[tuple[str, str], Future] = {}
+        self._entries: LRU[tuple, _Entry] = LRU(ENTRY_CACHE)
+        self._pages: LRU[tuple, _Page] = LRU(PAGE_CACHE)
+        self._page_pending: dict[tuple, Future] = {}
+        self._blame: LRU[tuple[bytes, str], _BlameEntry] = LRU(
+            BLAME_FILES, BLAME_LINES, lambda e: e.blame.weight if e.blame else 1
+        )
+        self._blame_pending: dict[tuple[bytes, str], Future] = {}
         self._summary_inflight: set[tuple[str, str]] = set()
         self._summary_failed: set[tuple[str, str]] = set()
         self._summary_futures: list[Future] = []
@@ -118,9 +240,11 @@ class HistoryService:
     def start(self, build: bool = True) -> Future:
         """Load the persisted index (bringing it up to HEAD), else build it (when `build`), in the background."""
         with self._lock:
-            if self._started and self._pending is not None:
+            retry = self._state == "failed" and time.monotonic() - self._failed_at > RETRY_FAILED
+            if self._started and self._pending is not None and not retry:
                 return self._pending
             self._started = True
+            self._state = "building" if self._index is None else self._state
             self._pending = self._index_pool.submit(self._load_or_build, build)
             return self._pending
 
@@ -146,7 +270,7 @@ class HistoryService:
     def close(self, wait: bool = True) -> None:
         self._closed = True
         self.stopping.set()
-        for pool in (self._index_pool, self._blame_pool, self._summary_pool):
+        for pool in (self._index_pool, self._query_pool, self._blame_pool, self._summary_pool):
             pool.shutdown(wait=wait, cancel_futures=True)
 
     def set_summarizer(self, summarizer: Summarizer | None) -> None:
@@ -162,114 +286,233 @@ class HistoryService:
             self._summarizer = make()
             self._summarizer_key = key
 
+    # -- state and progress --------------------------------------------------------------------------------------
+    def add_listener(self, listener: Callable[[HistoryService, HistoryEvent], None]) -> None:
+        """`listener(service, event)` is called from the service's threads on every build/load begin, report, end."""
+        self._listeners.append(listener)
+
+    def _emit(self, kind: str, message: str, commits: int | None = None) -> None:
+        event = HistoryEvent(kind, "Indexing git history", message, commits, self._state)
+        self.counters.events.append(kind)
+        for listener in list(self._listeners):
+            try:
+                listener(self, event)
+            except Exception as exc:  # noqa: BLE001 - a listener must never break the build
+                log.debug("history listener failed: %s", exc)
+
+    def status(self) -> dict[str, object]:
+        """`{state, commits?, error?}`: idle (nothing asked yet), building, ready or failed."""
+        with self._lock:
+            out: dict[str, object] = {"state": self._state}
+            index, builder = self._index, self._builder
+            if index is not None:
+                out["commits"] = index.view.count
+            elif builder is not None:
+                out["commits"] = builder.count
+            if self._error and self._state == "failed":
+                out["error"] = self._error
+        return out
+
     # -- git access (counted) ------------------------------------------------------------------------------------
     def _log(self, stream: Iterable[bytes]) -> list[RawCommit]:
         self.counters.git_processes += 1
         return list(parse_log(stream))
 
-    # -- index building and updating -----------------------------------------------------------------------------
-    def _until_closed(self, chunks: Iterable[bytes]) -> Iterable[bytes]:
-        # close() during a long build stops reading, which kills the git process (adapters.git cleans up)
+    def _until_closed(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        # close() during a long build stops reading, which kills the git process (history.git cleans up)
         for chunk in chunks:
             if self._closed:
                 raise _Closed()
             yield chunk
 
+    # -- loading, building, updating -----------------------------------------------------------------------------
     def _load_or_build(self, build: bool) -> bool:
+        began = time.monotonic()
         try:
             head = read_head(self.root)
+            self._emit("begin", "loading")
             loaded = self._load()
             if loaded is not None:
-                self._install(loaded)
                 self.counters.loads += 1
-                if loaded.head == head:
-                    return True
-                return self._update_to(head, allow_rebuild=build)
+                self._install(loaded)
+                ok = loaded.head == head or self._update_to(head, allow_rebuild=build)
+                if ok:
+                    self._announce(f"loaded in {time.monotonic() - began:.2f} s")
+                return ok
             if build:
                 self._build(head)
+                self._announce(f"built in {time.monotonic() - began:.1f} s")
                 return True
+            with self._lock:
+                self._state = "idle"
+            self._emit("end", "no index yet")
             return False
         except _Closed:
             return False
-        except Exception:  # noqa: BLE001 - a broken build must not kill the server; per-file queries still work
+        except Exception as exc:  # noqa: BLE001 - a broken build must not kill the server; per-file queries still work
             log.exception("history index for %s failed", self.root)
+            with self._lock:
+                self._state = "failed"
+                self._error = f"{type(exc).__name__}: {exc}"[:500]
+                self._failed_at = time.monotonic()
+                self._builder = None
+            self._emit("end", "failed")
             return False
 
+    def _announce(self, how: str) -> None:
+        with self._lock:
+            index = self._index
+            count = index.view.count if index is not None else 0
+        log.info("history index of %s ready: %d commits (%s)", self.root, count, how)
+        self._emit("end", f"{count:,} commits", count)
+
     def _load(self) -> RepoIndex | None:
-        try:
-            raw = self.index_path.read_bytes()
-        except OSError:
+        if self._legacy_path.exists():
+            index_file.remove(self._legacy_path)  # the JSON of format 1: never loaded again
+        found = index_file.read_frames(self.index_path)
+        if found is None:
             return None
+        frames, size = found
         try:
-            return RepoIndex.from_json(raw)
-        except (ValueError, KeyError, TypeError) as exc:
+            index = RepoIndex.decode(frames)
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
             log.info("ignoring unreadable history index %s: %s", self.index_path, exc)
             return None
+        self._marks = index.marks()
+        self._file_size = size
+        self._segments = max(0, len(frames) - 1)
+        self._shallow = self._shallow_key()
+        return index
 
     def _build(self, head: str | None) -> None:
+        builder = IndexBuilder()
+        with self._lock:
+            self._builder = builder
+            self._building_head = head
+            self._state = "building"
+        self._emit("report", "reading git history")
         if head is not None:
             self.counters.git_processes += 1
-            index = RepoIndex.from_log_stream(self._until_closed(self.git.log_all(head)))
-        else:
-            index = RepoIndex()
-        index.head = head
+            builder.feed(self._reporting(builder, self._until_closed(self.git.log_all(head))))
+        builder.finish()
+        index = builder.index
+        index.checkout(View(head, None, len(index)))
         self.counters.builds += 1
+        self._shallow = self._shallow_key()
         self._install(index)
-        self._persist()
+        with self._lock:
+            self._builder = None
+        self._persist(rewrite=True)
+
+    def _reporting(self, builder: IndexBuilder, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        last = time.monotonic()
+        for chunk in chunks:
+            yield chunk
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY:
+                last = now
+                self._emit("report", f"{builder.count:,} commits read", builder.count)
 
     def _install(self, index: RepoIndex) -> None:
         with self._lock:
             self._index = index
             self._generation += 1
-            self._views.clear()
+            self._entries.clear()
+            self._state = "ready"
+            self._error = None
         self._ready.set()
 
+    def _shallow_key(self) -> tuple[float, int] | None:
+        dirs = git_dirs(self.root)
+        if dirs is None:
+            return None
+        try:
+            st = (dirs[1] / "shallow").stat()
+        except OSError:
+            return None
+        return (st.st_mtime, st.st_size)
+
     def _update_to(self, head: str | None, allow_rebuild: bool = True) -> bool:
-        """Bring the index to `head`: append old..new when the old HEAD is an ancestor, else rebuild."""
-        with self._update_lock:
-            with self._lock:
-                index = self._index
-            if index is None or index.head == head:
-                return index is not None
-            old = index.head
-            if head is not None and old is not None and self._is_ancestor(old, head):
-                new = self._log(self.git.log_all(head, exclude=old))
-                with self._lock:
-                    index.extend_newest_first(new)
-                    index.head = head
-                    self._generation += 1
-                    self._views.clear()
-                self.counters.incremental += 1
-                self._index_pool.submit(self._persist)
-                return True
-            # history rewritten (rebase, reset, other branch): the old index may hold commits HEAD lacks
-            with self._lock:
-                self._index = None
-                self._generation += 1
-                self._views.clear()
-            self._ready.clear()
-            if allow_rebuild:
-                self._build(head)
-                return True
-            return False
-
-    def _is_ancestor(self, old: str, new: str) -> bool:
-        self.counters.git_processes += 1
-        return self.git.is_ancestor(old, new)
-
-    def _persist(self) -> None:
-        # Serialised under the update lock, which every change to an index holds: appends cannot interleave,
-        # and hovers (which only take the read lock) never wait for the JSON.
+        """Bring the index to `head`: repaint the view when the pool has it, else read the commits it lacks first.
+        A rebuild happens only when the clone's shallow boundary moved (or the index cannot take the commits)."""
         with self._update_lock:
             with self._lock:
                 index = self._index
             if index is None:
-                return
-            data = index.to_json({"root": str(self.root)})
-        try:
-            atomic_write_bytes(self.index_path, data)
-        except OSError as exc:
-            log.warning("cannot write history index %s: %s", self.index_path, exc)
+                return False
+            if index.head == head:
+                return True
+            if self._shallow_key() != self._shallow:  # deepened or re-shallowed: older history changed
+                return self._rebuild(head, allow_rebuild)
+            view = index.view_for(head)
+            if view is None and head is not None:
+                try:
+                    missing = self._log(self.git.log_all(head, exclude=index.tips))
+                except GitError as exc:
+                    log.info("history update to %s failed: %s", head[:12], exc)
+                    return self._rebuild(head, allow_rebuild)
+                with self._lock:
+                    builder = IndexBuilder(index)
+                    for commit in missing:
+                        builder.add(commit)
+                    self.counters.appended += len(builder.finish())
+                view = index.view_for(head)
+                if view is None:
+                    return self._rebuild(head, allow_rebuild)
+            assert view is not None
+            with self._lock:
+                index.checkout(view)
+                self._generation += 1
+                self._entries.clear()
+            self.counters.incremental += 1
+            self._index_pool.submit(self._persist)
+            return True
+
+    def _rebuild(self, head: str | None, allow: bool) -> bool:
+        with self._lock:
+            self._index = None
+            self._generation += 1
+            self._entries.clear()
+            self._state = "building" if allow else "idle"
+        self._ready.clear()
+        if not allow:
+            return False
+        self._emit("begin", "rebuilding")
+        began = time.monotonic()
+        self._build(head)
+        self._announce(f"rebuilt in {time.monotonic() - began:.1f} s")
+        return True
+
+    def _persist(self, rewrite: bool = False) -> None:
+        """Append what the file lacks as one segment (a few hundred bytes per HEAD move); write it whole on the
+        first build, when another process changed it, or every COMPACT_SEGMENTS appends."""
+        with self._update_lock:
+            with self._lock:
+                index = self._index
+                if index is None:
+                    return
+                since = self._marks
+                whole = rewrite or since is None or self._segments >= COMPACT_SEGMENTS
+                payload = index.encode_segment(Marks() if whole or since is None else since)
+                marks = index.marks()
+            try:
+                size = None
+                if not whole:
+                    size = index_file.append_frame(self.index_path, payload, self._file_size)
+                    if size is not None:
+                        self._segments += 1
+                        self.counters.appends += 1
+                    else:
+                        with self._lock:
+                            payload = index.encode_segment(Marks())
+                if size is None:
+                    size = index_file.write_frames(self.index_path, [RepoIndex.header(), payload])
+                    self._segments = 1
+                    self.counters.rewrites += 1
+                self._file_size = size
+                self._marks = marks
+            except OSError as exc:
+                log.warning("cannot write history index %s: %s", self.index_path, exc)
 
     def refresh(self) -> bool:
         """Synchronously bring the index up to the current HEAD (no-op when current). False: no index (yet)."""
@@ -298,8 +541,11 @@ class HistoryService:
         return self._ignore_revs
 
     def entry(self, rel: str, hs: HistorySettings, *, sync: bool = True, wait: float = 0.0) -> _Entry | None:
-        """The file's history. `sync`: a command may wait for git (incremental update, per-file query);
-        a hover passes sync=False and waits at most `wait` seconds for an update after HEAD moved."""
+        """The file's history at HEAD (`rel` as the file system gave it). `sync`: a command may wait for git (an
+        incremental update, a first page); a hover passes sync=False and waits at most `wait` seconds in all.
+        Never an answer from another HEAD's view. None: no HEAD (an unborn branch, not a repository)."""
+        deadline = time.monotonic() + wait
+        raw = to_bytes(rel)
         head = read_head(self.root)
         with self._lock:
             index = self._index
@@ -308,158 +554,294 @@ class HistoryService:
                 self.refresh()
             else:
                 future = self._schedule_refresh()
-                if wait > 0:
-                    try:
-                        future.result(timeout=wait)
-                    except Exception:  # noqa: BLE001 - timeout or failure: answer from what we have
-                        pass
+                try:
+                    future.result(timeout=max(0.0, deadline - time.monotonic()))
+                except FutureTimeout:
+                    pass
+                except Exception as exc:  # noqa: BLE001 - a failed update: answer from a first page
+                    log.info("history update failed: %s", exc)
             with self._lock:
                 index = self._index
-        if index is not None:
-            return self._entry_from_index(index, rel, hs)
+        if index is not None and index.head == head:
+            return self._entry_from_index(index, raw, hs)
         if head is None:
             return None
-        return self._entry_from_git(rel, head, hs)
+        return self._entry_before_index(raw, head, hs, sync, deadline)
 
-    def _entry_from_index(self, index: RepoIndex, rel: str, hs: HistorySettings) -> _Entry:
+    def _entry_from_index(self, index: RepoIndex, raw: bytes, hs: HistorySettings) -> _Entry:
         ignored = self._ignored()
         with self._lock:
-            key = (rel, self._generation, hs.maxCommits, hs.maxChangesetFiles, ignored)
-            hit = self._views.get(key)
+            key = (raw, self._generation, hs.maxCommits, hs.maxChangesetFiles, ignored)
+            hit = self._entries.get(key)
             if hit is not None:
                 return hit
-            lineage = index.lineage(rel)
-            entry = self._make_entry(index, lineage, hs, ignored, complete=True, drop_dead=True)
-            if len(self._views) > CACHE_ENTRIES:
-                self._views.clear()
-            self._views[key] = entry
+            view = index.view
+            lineage = index.lineage(raw, view=view)
+            entry = self._make_entry(index, lineage, view, hs, ignored, drop_dead=True)
+            self._entries.put(key, entry)
             return entry
 
-    def _entry_from_git(self, rel: str, head: str, hs: HistorySettings) -> _Entry:
+    def _entry_before_index(self, raw: bytes, head: str, hs: HistorySettings, sync: bool, deadline: float) -> _Entry:
+        """Before the index is ready for `head`: the first page (waited for within the deadline unless `sync`), or
+        what the background build has streamed when that holds more of the file's commits."""
         ignored = self._ignored()
-        key = (rel, head, hs.maxCommits)
+        size = min(hs.maxCommits, FIRST_PAGE)
+        key = (raw, head, size)
         with self._lock:
-            cached = self._fallback.get(key)
-        if cached is None:
-            partial = RepoIndex()
-            raw: list[RawCommit] = []
-            name, rev, remaining = rel, head, hs.maxCommits
+            page = self._pages.get(key)
+            builder = self._builder if self._building_head == head else None
+            building = self._state == "building" or self._index is not None
+        if page is None:
+            future = self._page_future(raw, head, size)
+            try:
+                page = future.result(timeout=None if sync else max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                page = None
+        streamed: _Page | None = None
+        if builder is not None:
+            commits, _cut = builder.partial(raw, hs.maxCommits)
+            if commits and (page is None or len(commits) > len(page.lineage.commits)):
+                partial = RepoIndex()
+                partial.extend_newest_first(commits)
+                partial.head = head
+                lineage = partial.lineage(raw, hs.maxCommits)
+                streamed = _Page(partial, Lineage(lineage.path, lineage.commits, lineage.names, False))
+        chosen = streamed or page
+        if chosen is None:
+            empty = Lineage(raw, (), frozenset({raw}), False)
+            chosen = _Page(RepoIndex(), empty)
+        entry = self._make_entry(chosen.index, chosen.lineage, None, hs, ignored, drop_dead=False)
+        entry.partial = True
+        entry.head = head
+        if building:
+            entry.view = _with_building(entry.view)
+        return entry
+
+    def _page_future(self, raw: bytes, head: str, size: int) -> Future:
+        key = (raw, head, size)
+        with self._lock:
+            future = self._page_pending.get(key)
+            if future is None:
+                future = self._page_pending[key] = self._query_pool.submit(self._first_page, raw, head, size)
+        return future
+
+    def _first_page(self, raw: bytes, head: str, size: int) -> _Page:
+        """The newest `size` commits of the file (one `git log` per name it had, following renames seen)."""
+        try:
+            commits: list[RawCommit] = []
+            name, rev, remaining = raw, head, size
+            capped = False
             for _ in range(MAX_FALLBACK_HOPS):
                 try:
-                    batch = self._log(self.git.log_paths([name], remaining, rev))
+                    batch = self._log(self.git.log_paths([git_arg(name)], remaining, rev))
                 except GitError as exc:
-                    log.info("per-file history of %s failed: %s", name, exc)
+                    log.info("per-file history of %s failed: %s", display(name), exc)
                     break
-                raw.extend(batch)
+                self.counters.pages += 1
+                commits.extend(batch)
                 remaining -= len(batch)
-                if not batch or remaining <= 0:
+                if remaining <= 0:
+                    capped = True
+                    break
+                if not batch:
                     break
                 oldest = batch[-1]
                 renamed = next((old for st, p, old in oldest.changes if st == "R" and p == name), None)
                 if renamed is None:
                     break
                 name, rev = renamed, f"{oldest.hash}^"
-            partial.extend_newest_first(raw)
+            else:
+                capped = True
+            partial = RepoIndex()
+            partial.extend_newest_first(commits)
             partial.head = head
-            lineage = partial.lineage(rel, hs.maxCommits)
-            cached = (partial, lineage)
+            lineage = partial.lineage(raw, size)
+            page = _Page(
+                partial, Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped)
+            )
             with self._lock:
-                if len(self._fallback) > CACHE_ENTRIES:
-                    self._fallback.clear()
-                self._fallback[key] = cached
-        partial, lineage = cached
-        with self._lock:
-            return self._make_entry(partial, lineage, hs, ignored, complete=lineage.complete, drop_dead=False)
+                self._pages.put((raw, head, size), page)
+            return page
+        finally:
+            with self._lock:
+                self._page_pending.pop((raw, head, size), None)
 
     def _make_entry(
         self,
         index: RepoIndex,
         lineage: Lineage,
+        view: View | None,
         hs: HistorySettings,
         ignored: frozenset[str],
         *,
-        complete: bool,
         drop_dead: bool,
     ) -> _Entry:
         window = lineage.commits[: hs.maxCommits]
         own = set(lineage.names)
         paths = index.paths
-        changesets = [(c.hash, [paths[index.canonical(pid, c.id)] for pid in index.changes[c.id]]) for c in window]
-        dead = index.dead
-        keep = (lambda p: index.path_ids.get(p) not in dead) if drop_dead else (lambda p: True)
-        table = coedit_table(changesets, own, hs.maxChangesetFiles, lambda h: is_ignored(h, ignored), keep, TOP)
+        changesets = [
+            (c.hash, [paths[index.canonical(pid, c.id, view)] for pid in index.touched(c.id)]) for c in window
+        ]
+
+        def keep(path: bytes) -> bool:
+            return not index.is_dead(index.path_ids[path], view)
+
+        table = coedit_table(
+            changesets,
+            own,
+            hs.maxChangesetFiles,
+            lambda h: is_ignored(h, ignored),
+            keep if drop_dead else (lambda _p: True),
+            TOP,
+            display,
+        )
         summaries = self.summaries
-        view = HistoryView(
-            file=lineage.path,
+        history = HistoryView(
+            file=display(lineage.path),
             repository=str(self.root),
             commits=window,
             total=len(lineage.commits),
-            complete=complete and lineage.complete,
+            complete=lineage.complete,
             coedits=table,
             summary=lambda c: summaries.get(c.hash, c.path),
         )
-        return _Entry(view, render.authors_of(lineage.commits), {c.hash: c for c in lineage.commits})
+        return _Entry(
+            history,
+            render.authors_of(lineage.commits),
+            {c.hash: c for c in window},
+            lineage.names,
+            index.head,
+        )
 
     # -- blame ---------------------------------------------------------------------------------------------------
     def line_commit(self, rel: str, line: int, entry: _Entry, wait: float = 0.0) -> tuple[CommitRef | None, str]:
-        """The commit that last changed `line` (1-based) at HEAD, or (None, why not). The first call for a
-        (file, HEAD) starts blame in the background and waits at most `wait` seconds for it."""
+        """The commit that last changed `line` (1-based) at HEAD, or (None, why not). A blame of the file at an
+        earlier HEAD is carried over when the file did not change since; otherwise blame starts in the background
+        and this waits at most `wait` seconds for it."""
         head = read_head(self.root)
         if head is None:
             return None, ""
-        key = (rel, head)
+        raw = to_bytes(rel)
+        key = (raw, head)
         with self._lock:
-            known = key in self._blame
+            known = self._blame.get(key)
             future = self._blame_pending.get(key)
-            if not known and future is None:
-                future = self._blame_pending[key] = self._blame_pool.submit(self._run_blame, rel, head)
-        if not known and future is not None and wait > 0:
+            if known is None and future is None:
+                known = self._carry_blame(raw, head, entry)
+                if known is None:
+                    future = self._blame_pending[key] = self._blame_pool.submit(self._run_blame, raw, head, entry)
+        if known is None and future is not None and wait > 0:
             try:
                 future.result(timeout=wait)
             except Exception:  # noqa: BLE001 - still running: say so in the card
                 pass
-            known = key in self._blame
-        with self._lock:
-            lines = self._blame.get(key)
-        if not known:
+            with self._lock:
+                known = self._blame.get(key)
+        if known is None:
             return None, "finding its last commit…"
-        if not lines or line > len(lines) or not lines[line - 1]:
-            return None, "not committed yet"
-        sha = lines[line - 1]
-        if sha.startswith("0000000"):
+        sha = known.blame.at(line) if known.blame is not None else ""
+        if not sha or sha.startswith("0000000"):
             return None, "not committed yet"
         commit = entry.by_hash.get(sha)
         if commit is None:
             with self._lock:
                 index = self._index
-                cid = index.hash_ids.get(sha) if index is not None else None
+                cid = index.lookup(sha) if index is not None else None
                 if index is not None and cid is not None:
-                    commit = index.ref(cid, rel)
+                    commit = index.ref(cid, raw)
         if commit is None:
             return None, f"last changed in `{sha[:7]}`"
         return commit, ""
 
+    def _fingerprint(self, entry: _Entry) -> tuple[str | None, int]:
+        commits = entry.view.commits
+        return (commits[0].hash if commits else None, entry.view.total)
+
+    def _carry_blame(self, raw: bytes, head: str, entry: _Entry) -> _BlameEntry | None:
+        """A blame of this file made at another HEAD that is still exact here: same newest commit and count of the
+        file's commits, and that HEAD is an ancestor of this one. Called under the lock; no git."""
+        index = self._index
+        if entry.partial or index is None or index.head != head:
+            return None
+        newest, total = self._fingerprint(entry)
+        for (path, other), cached in reversed(self._blame.items()):
+            if path != raw or cached.newest != newest or cached.total != total:
+                continue
+            cid = index.lookup(other)
+            if cid is not None and index.view.has(cid):
+                self._blame.put((raw, head), cached)
+                self.counters.blame_reused += 1
+                return cached
+        return None
+
     def wait_blame(self, rel: str, timeout: float | None = None) -> bool:
-        head = read_head(self.root)
+        head = read_head(self.root) or ""
+        raw = to_bytes(rel)
         with self._lock:
-            future = self._blame_pending.get((rel, head or ""))
+            future = self._blame_pending.get((raw, head))
+            done = self._blame.get((raw, head)) is not None
         if future is None:
-            return (rel, head) in self._blame
+            return done
         future.result(timeout)
         return True
 
-    def _run_blame(self, rel: str, head: str) -> None:
-        ignore = self.root / ".git-blame-ignore-revs"
-        try:
-            self.counters.git_processes += 1
-            data = self.git.blame(rel, head, ignore if ignore.is_file() else None)
-            lines: list[str] | None = parse_porcelain(data)
-        except GitError as exc:
-            log.info("blame of %s failed: %s", rel, exc)
-            lines = None
+    def _advance_from(self, raw: bytes, head: str, entry: _Entry) -> Blame | None:
+        """The blame at `head` from the blame at the previous commit of this file's history, when exactly one new
+        commit (not a merge, not in the ignore list) changed the file since a HEAD we have a blame for."""
+        commits = entry.view.commits
+        if entry.partial or len(commits) < 2 or is_ignored(commits[0].hash, self._ignored()):
+            return None
+        newest = commits[0]
+        if newest.raw_path != raw:
+            return None
         with self._lock:
-            self._blame[(rel, head)] = lines
-            self._blame_pending.pop((rel, head), None)
+            index = self._index
+            if index is None or index.head != head:
+                return None
+            candidates = [
+                (other, cached)
+                for (path, other), cached in self._blame.items()
+                if path == raw
+                and cached.blame is not None
+                and cached.newest == commits[1].hash
+                and cached.total == entry.view.total - 1
+            ]
+            base = None
+            parents = index.parents_of(newest.id)
+            for other, cached in reversed(candidates):
+                cid = index.lookup(other)
+                if cid is not None and index.view.has(cid) and cid < newest.id and len(parents) == 1:
+                    base = (other, cached)
+                    break
+        if base is None:
+            return None
+        other, cached = base
+        assert cached.blame is not None
+        self.counters.git_processes += 1
+        hunks = parse_hunks(self.git.diff_zero_context(other, head, git_arg(raw)))
+        self.counters.blame_advanced += 1
+        return advance(cached.blame, hunks, newest.hash)
+
+    def _run_blame(self, raw: bytes, head: str, entry: _Entry) -> None:
+        ignore = self.root / ".git-blame-ignore-revs"
+        blame: Blame | None = None
+        try:
+            try:
+                blame = self._advance_from(raw, head, entry)
+            except GitError as exc:
+                log.debug("advancing the blame of %s failed: %s", display(raw), exc)
+            if blame is None:
+                self.counters.git_processes += 1
+                self.counters.blame_runs += 1
+                data = self.git.blame(git_arg(raw), head, ignore if ignore.is_file() else None)
+                blame = compact(parse_porcelain(data))
+        except GitError as exc:
+            log.info("blame of %s failed: %s", display(raw), exc)
+            blame = None
+        newest, total = (None, 0) if entry.partial else self._fingerprint(entry)
+        with self._lock:
+            self._blame.put((raw, head), _BlameEntry(blame, newest, total))
+            self._blame_pending.pop((raw, head), None)
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def request_summaries(self, entry: _Entry, hs: HistorySettings) -> Future | None:
@@ -479,7 +861,7 @@ class HistoryService:
                 return None
             self._summary_inflight.update(todo)
         subjects = {(c.hash, c.path): c.subject for c in commits}
-        names = sorted({c.path for c in entry.by_hash.values()} | {entry.view.file})
+        names = sorted({git_arg(n) for n in entry.names} | {git_arg(c.raw_path) for c in commits if c.raw_path})
         future = self._summary_pool.submit(self._summarize, summarizer, todo, subjects, names)
         with self._lock:
             self._summary_futures = [f for f in self._summary_futures if not f.done()] + [future]
@@ -523,8 +905,27 @@ class HistoryService:
             if not part:
                 continue
             sha, _, body = part.partition(b"\n")
-            text = body.decode("utf-8", "replace").strip("\n")
+            text = display(body).strip("\n")
             if len(text) > EXCERPT_CHARS:
                 text = text[:EXCERPT_CHARS] + f"\n… ({len(text) - EXCERPT_CHARS} more characters not shown)"
             out[sha.decode("ascii", "replace").strip()] = text
         return out
+
+
+def _with_building(view: HistoryView) -> HistoryView:
+    return HistoryView(
+        view.file, view.repository, view.commits, view.total, view.complete, view.coedits, view.summary, True
+    )
+
+
+__all__ = [
+    "BLAME_WAIT",
+    "HOVER_STALE_WAIT",
+    "HOVER_WAIT",
+    "CoeditRow",
+    "CoeditTable",
+    "Counters",
+    "HistoryEvent",
+    "HistoryService",
+    "Summarizer",
+]

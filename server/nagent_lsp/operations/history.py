@@ -24,14 +24,10 @@ from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.history import render
 from nagent_lsp.history.coedits import TOP, CoeditTable
 from nagent_lsp.history.commit_summaries import make_model_summarizer
+from nagent_lsp.history.encoding import display, to_bytes
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.render import HistoryView
-from nagent_lsp.history.service import (
-    BLAME_WAIT,
-    HOVER_STALE_WAIT,
-    HistoryService,
-    Summarizer,
-)
+from nagent_lsp.history.service import BLAME_WAIT, HOVER_WAIT, HistoryService, Summarizer
 from nagent_lsp.llm.models import optional_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.session import Session
@@ -107,9 +103,9 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
         hs = HistorySettings(args.maxCommits, hs.maxChangesetFiles, hs.summarize)
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
-        entry_view = HistoryView(rel, str(service.root), (), 0, True, CoeditTable(0, ()))
+        entry_view = HistoryView(display(to_bytes(rel)), str(service.root), (), 0, True, CoeditTable(0, ()))
         return {
-            "file": rel,
+            "file": entry_view.file,
             "repository": str(service.root),
             "commits": [],
             "authors": [],
@@ -119,14 +115,19 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
     if background:  # a one-shot CLI process would exit before a background summary could land
         service.request_summaries(entry, hs)
     view = entry.view
-    return {
-        "file": rel,
+    result: dict[str, Any] = {
+        "file": view.file,
         "repository": str(service.root),
         "commits": [_commit_dict(view, c) for c in view.commits],
         "authors": [{"name": a.name, "email": a.email, "commits": a.commits} for a in view.authors],
         "coedits": [r.as_dict() for r in view.coedits.rows],
         "markdown": render.history_markdown(view),
     }
+    if not view.complete and len(view.commits) < hs.maxCommits:
+        # answered before the repository's index was ready: the newest commits only (a first page, or what the
+        # background build has read so far); a later call answers from the complete index
+        result["partial"] = True
+    return result
 
 
 def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = True) -> dict:
@@ -137,10 +138,10 @@ def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = Tr
     hs = session.settings.history
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
-        return {"file": rel, "commits": 0, "rows": []}
+        return {"file": display(to_bytes(rel)), "commits": 0, "rows": []}
     table = entry.view.coedits
     rows = table.rows[: args.limit if args.limit is not None else TOP]
-    return {"file": rel, "commits": table.commits, "rows": [r.as_dict() for r in rows]}
+    return {"file": entry.view.file, "commits": table.commits, "rows": [r.as_dict() for r in rows]}
 
 
 def hover_markdown(
@@ -148,19 +149,24 @@ def hover_markdown(
     path: Path,
     line: int | None = None,
     *,
-    wait: float = HOVER_STALE_WAIT,
+    wait: float = HOVER_WAIT,
     blame_wait: float = BLAME_WAIT,
 ) -> str | None:
     """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
-    reads memory only; it never waits for the model, and for git only briefly after HEAD moved."""
+    reads memory only; it never waits for the model, and for git at most `wait` seconds (after HEAD moved, or
+    before the index is ready: then the card says what is known so far and that it is partial)."""
     found = service_for(session, path)
     if found is None:
         return None
     service, rel = found
     hs = session.settings.history
     entry = service.entry(rel, hs, sync=False, wait=wait)
-    if entry is None or not entry.view.commits:
+    if entry is None:
         return None
+    if not entry.view.commits and (entry.view.complete or not entry.view.building):
+        return None  # known to have no commits (untracked, or new)
+    if not entry.view.commits:
+        return render.hover_card(entry.view, [])  # nothing known yet: says the history is being built
     service.request_summaries(entry, hs)
     commit, state = (None, "")
     if line is not None:

@@ -1,0 +1,109 @@
+"""The history index file: a header frame, then segments appended one HEAD move at a time.
+
+What is in a frame is history.index's business (columns of commits); this module only frames them on disk:
+`length (4 bytes LE) | crc32 (4 bytes LE) | payload`. Why frames appended to one file rather than a JSON rewritten
+on every HEAD move: a move adds a few hundred bytes, so it costs a few hundred bytes of I/O and one fsync, not a
+rewrite of the whole history (0.3–0.45 s at 200k commits with the old JSON, ~2 s projected at 1M, holding the GIL);
+and the columns load with `array.frombytes` instead of building millions of Python objects from JSON.
+
+Crash safety: a reader keeps the frames up to the first one whose length or checksum does not hold (a torn append
+loses only itself); the next append truncates that tail first. A rewrite (`write_frames`: first build, compaction)
+goes through the atomic temp-file-and-rename. Two servers on one state root: an append checks that the file is still
+the size its writer last saw; when another process changed it meanwhile, the append is refused (the caller
+rewrites the file from memory — it is a cache, the last writer wins).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+from nagent_lsp.store.atomic import atomic_write_bytes
+
+_HEAD = 8
+MAX_FRAME = 1 << 31
+
+
+def _frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "little") + zlib.crc32(payload).to_bytes(4, "little") + payload
+
+
+def read_frames(path: Path) -> tuple[list[bytes], int] | None:
+    """The intact frames of the file and the size they end at; None when there is no file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    frames: list[bytes] = []
+    pos = 0
+    while pos + _HEAD <= len(data):
+        size = int.from_bytes(data[pos : pos + 4], "little")
+        crc = int.from_bytes(data[pos + 4 : pos + 8], "little")
+        end = pos + _HEAD + size
+        if end > len(data):
+            break
+        payload = data[pos + _HEAD : end]
+        if zlib.crc32(payload) != crc:
+            break
+        frames.append(payload)
+        pos = end
+    return frames, pos
+
+
+def write_frames(path: Path, payloads: list[bytes]) -> int:
+    """Replace the file atomically with these frames; returns its size."""
+    data = b"".join(_frame(p) for p in payloads)
+    atomic_write_bytes(path, data)
+    return len(data)
+
+
+def append_frame(path: Path, payload: bytes, expected_size: int) -> int | None:
+    """Append one frame where the intact data ends (`expected_size`, as read or written last) and fsync; returns
+    the new size, or None when the file is not the one expected (missing, or changed by another process)."""
+    if len(payload) >= MAX_FRAME:
+        return None
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size < expected_size:
+            return None
+        if size > expected_size:
+            # a torn frame of ours (a crash mid-append) or someone else's append: only a torn tail may be dropped
+            os.lseek(fd, expected_size, os.SEEK_SET)
+            tail = os.read(fd, size - expected_size)
+            if _has_intact_frame(tail):
+                return None
+            os.ftruncate(fd, expected_size)
+        frame = _frame(payload)
+        os.lseek(fd, expected_size, os.SEEK_SET)
+        view = memoryview(frame)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        return expected_size + len(frame)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _has_intact_frame(data: bytes) -> bool:
+    if len(data) < _HEAD:
+        return False
+    size = int.from_bytes(data[:4], "little")
+    return _HEAD + size <= len(data) and zlib.crc32(data[_HEAD : _HEAD + size]) == int.from_bytes(data[4:8], "little")
+
+
+def remove(path: Path) -> None:
+    """Delete a cache file (e.g. an index in an older format), ignoring one that is already gone."""
+    try:
+        Path(path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        pass

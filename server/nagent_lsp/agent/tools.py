@@ -206,16 +206,6 @@ async def _shell(session: EditSession, command: str) -> str:
         session.outputs_dir(),
         hide_env=[session.settings.apiKeyEnv],
         redact=session.secrets,
+        isolate=True,
     )
-    lines = [f"exit_code: {result.exit_code}"]
-    if result.timed_out:
-        lines.append(f"timed out after {session.settings.shellTimeout:g} s; the process group was killed")
-    if result.interrupted:
-        lines.append("interrupted")
-    if result.stopped_background:
-        lines.append("processes the command left running in the background were stopped")
-    if result.output.strip():
-        lines += ["output:", result.output.rstrip("\r\n")]
-    if result.spilled_path:
-        lines.append(f"(output truncated; the full output of {result.total_bytes} bytes is in {result.spilled_path})")
-    return render_result("shell", None, "\n".join(lines))
+    return render_result("shell", None, result.describe(session.settings.shellTimeout))

@@ -18,6 +18,7 @@ import attrs
 import cattrs
 
 from nagent_lsp.config.convert import UNKNOWN, Between, Check, converter, problems
+from nagent_lsp.core.secret_env import process_environ
 
 DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")
 EnvName = Annotated[
@@ -53,7 +54,9 @@ class Settings:
     history: HistorySettings = attrs.Factory(HistorySettings)
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
-        env = os.environ if environ is None else environ
+        """The key from `environ`, by default the process's environment with its held secrets
+        (core.secret_env: the key variables are not in `os.environ` once the server has started)."""
+        env = process_environ() if environ is None else environ
         return env.get(self.apiKeyEnv) or None
 
     def model_configured(self, environ: Mapping[str, str] | None = None) -> bool:
@@ -134,7 +137,7 @@ def merge(sources: list[Source]) -> Resolved:
 
 
 def environment_source(environ: Mapping[str, str] | None = None) -> Source:
-    env = os.environ if environ is None else environ
+    env = process_environ() if environ is None else environ
     values = {"baseUrl": env.get("OPENAI_BASE_URL"), "model": env.get("NAGENT_MODEL")}
     return Source("environment", {k: v for k, v in values.items() if v}, "environment")
 

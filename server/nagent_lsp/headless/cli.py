@@ -115,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # run as a program (the console script): no key stays in the process's environment
+        import sys
+
+        from nagent_lsp.headless.launch import secure_start
+
+        secure_start(sys.argv)
     args = build_parser().parse_args(argv)
     from nagent_lsp.core.logs import setup_logging
 

@@ -10,13 +10,15 @@ from collections.abc import Mapping
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import ChatModel
+from nagent_lsp.core.secret_env import process_environ
 
 
 def chat_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
-    """The openai adapter (imported here, so nothing else pays for importing openai)."""
+    """The openai adapter (imported here, so nothing else pays for importing openai). `environ` None: the
+    process's environment with its held key variables (core.secret_env), where the key is once started."""
     from nagent_lsp.llm.openai_chat import OpenAIChatModel
 
-    return OpenAIChatModel(settings, environ)
+    return OpenAIChatModel(settings, process_environ() if environ is None else environ)
 
 
 def require_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:

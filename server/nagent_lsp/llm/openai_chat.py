@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
 import re
 import socket
 import threading
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, Usage, estimate_tokens
+from nagent_lsp.core.secret_env import process_environ
 
 if TYPE_CHECKING:
     import openai
@@ -96,7 +96,7 @@ class OpenAIChatModel:
     ):
         """`backoff_scale` multiplies the SDK's own backoff (tests shrink it); a server's Retry-After is
         honoured as sent."""
-        env = os.environ if environ is None else environ
+        env = process_environ() if environ is None else environ  # the held key variables count
         self.model = settings.model
         self.api_key_env = settings.apiKeyEnv
         self.temperature: float | None = settings.temperature

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from nagent_lsp.config.settings import SettingError, Settings, load_settings
 from nagent_lsp.config.state_root import StateRoot, resolve_state_root
+from nagent_lsp.core.secret_env import claim
 from nagent_lsp.store.root import ensure_root
 
 if TYPE_CHECKING:  # built on first use, so a server or CLI that never needs them does not import them
@@ -29,7 +30,7 @@ class Session:
     workspace_folders: list[Path] = field(default_factory=list)
     init_options: Mapping[str, object] | None = None
     workspace_config: Mapping[str, object] | None = None
-    environ: Mapping[str, str] | None = None
+    environ: Mapping[str, str] | None = None  # None: the process's own, with its held key variables
     settings: Settings = field(default_factory=Settings)
     config_sources: tuple[str, ...] = ("defaults",)
     conversation_stores: dict[str, ConversationStore] = field(default_factory=dict)
@@ -48,6 +49,10 @@ class Session:
         )
         self.settings = resolved.settings
         self.config_sources = resolved.sources
+        if self.environ is None:
+            # The variable apiKeyEnv names is a secret from now on, whatever its name: out of os.environ, so no
+            # subprocess inherits it; settings and the model still read it (core.secret_env.process_environ).
+            claim(self.settings.apiKeyEnv)
         fresh = tuple(p for p in resolved.problems if str(p) not in self.reported)
         self.reported.update(str(p) for p in fresh)
         return fresh

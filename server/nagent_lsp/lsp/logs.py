@@ -1,4 +1,6 @@
-"""Warnings and errors of the "nagent_lsp" logger also go to the client as window/logMessage (set-up: core.logs)."""
+"""Warnings and errors of the "nagent_lsp" logger also go to the client as window/logMessage (set-up: core.logs).
+
+What the editor gets is one capped message per record, never a traceback (that is for the log file at -v)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,10 @@ import logging
 
 from lsprotocol import types
 
+from nagent_lsp.core.logs import CappedFormatter
 from nagent_lsp.lsp.server import NagentServer
 
+CLIENT_MESSAGE_CHARS = 2000  # characters of one window/logMessage
 _LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning}
 
 
@@ -17,6 +21,7 @@ class ClientForwarder(logging.Handler):
     def __init__(self, server: NagentServer):
         super().__init__(logging.WARNING)
         self.server = server
+        self.setFormatter(CappedFormatter("%(message)s", tracebacks=False, limit=CLIENT_MESSAGE_CHARS))
 
     def emit(self, record: logging.LogRecord) -> None:
         loop = self.server.loop
@@ -37,6 +42,4 @@ class ClientForwarder(logging.Handler):
 def attach_client(server: NagentServer) -> None:
     logger = logging.getLogger("nagent_lsp")
     if not any(isinstance(h, ClientForwarder) for h in logger.handlers):
-        forwarder = ClientForwarder(server)
-        forwarder.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(forwarder)
+        logger.addHandler(ClientForwarder(server))

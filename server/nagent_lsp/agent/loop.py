@@ -2,6 +2,9 @@
 
 Malformed replies get a visible <system> correction and at most MAX_ATTEMPTS tries per turn; the raw
 reply is kept in outputs/ rather than in the conversation, so a mistake is never replayed as an example.
+A provider error is tried again only when it says it may pass (`ModelError.retryable`): the adapter has already
+retried rate limits, server errors and timeouts, and a rejected key or an unknown model fails the same way every
+time, so the run stops at once. While the adapter waits to retry (a Retry-After), the progress says so.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.run import MAX_DEPTH, EditSession
 from nagent_lsp.agent.tools import execute
 from nagent_lsp.core.identity import slug
-from nagent_lsp.core.model import ModelCancelled, ModelError, ModelNotConfigured
+from nagent_lsp.core.model import ModelCancelled, ModelError, ModelNotConfigured, Reply, retry_notice
 from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.tags import (
     MAX_ATTEMPTS,
@@ -99,14 +102,16 @@ async def _accepted_reply(
     last_error = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            started = time.perf_counter()
-            reply = await session.ask_model(to_messages(convo.text))
-            log.info("model call took %.1f ms", (time.perf_counter() - started) * 1000)
+            reply = await _ask(session, convo, turn)
         except (ModelCancelled, ModelNotConfigured):
             raise
         except ModelError as exc:
             provider_failed = True
             last_error = str(exc)
+            if not exc.retryable:
+                message = f"The model provider failed; the run stopped and nothing was applied. {exc}"
+                convo.append(system_block(message))
+                raise RunFailed(message) from None
             convo.append(system_block(f"Model provider error on attempt {attempt} of {MAX_ATTEMPTS}: {exc}"))
             continue
         provider_failed = False
@@ -127,6 +132,22 @@ async def _accepted_reply(
         message = f"{message} Last error: {last_error}"
     convo.append(system_block(message))
     raise RunFailed(message)
+
+
+async def _ask(session: EditSession, convo: ConversationFile, turn: int) -> Reply:
+    """One model call; a retry wait the adapter announces (a server's Retry-After) shows in the progress."""
+
+    def waiting(seconds: float, why: str) -> None:
+        session.report(f"turn {turn} · {why}: retrying in {seconds:.0f} s (cancel to stop)")
+
+    token = retry_notice.set(waiting)
+    try:
+        started = time.perf_counter()
+        reply = await session.ask_model(to_messages(convo.text))
+        log.info("model call took %.1f ms", (time.perf_counter() - started) * 1000)
+        return reply
+    finally:
+        retry_notice.reset(token)
 
 
 def _truncated(finish_reason: str | None) -> str | None:

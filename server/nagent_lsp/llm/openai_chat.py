@@ -7,6 +7,9 @@ does not parse is not retried, by the SDK or us: the (billed) generation ran, an
 always a misconfigured endpoint that answers alike again; a body cut short on the wire is a transport
 error, which the SDK retries. Ours: readable messages per failure, one adaptation when a model refuses
 `temperature` or the max-tokens parameter, cancellation by an event, and the key never in an error or log.
+Every ModelError says whether calling again could help (`retryable`, core.model): never for a refusal that
+repeats (400/401/403/404) nor once the SDK's retries are spent, so callers do not multiply them; a retry wait of a
+second or more is announced through core.model.retry_notice, so a long Retry-After shows in the editor's progress.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from nagent_lsp.config.settings import Settings
-from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, Usage, estimate_tokens
+from nagent_lsp.core.model import (
+    Message,
+    ModelCancelled,
+    ModelError,
+    ModelNotConfigured,
+    Reply,
+    Usage,
+    estimate_tokens,
+    retry_notice,
+)
 from nagent_lsp.core.secret_env import process_environ
 
 if TYPE_CHECKING:
@@ -36,6 +48,8 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers ignore the key, but the SDK (and some proxies) insist on an Authorization header.
 PLACEHOLDER_KEY = "nagent-no-key"
 DEFAULT_ATTEMPTS = 4  # the SDK's max_retries=3
+NOTICE_WAIT = 1.0  # seconds: a retry wait at least this long is shown to the user (core.model.retry_notice)
+_TRANSIENT = (408, 409, 429)  # statuses the SDK retries, with 5xx
 _STATUS_MESSAGES = {  # by HTTP status (500: any 5xx; 0: any other)
     401: "The model server at {where} rejected the API key (HTTP 401: {detail}). Check the key in {env} "
     "(nagent.apiKeyEnv) and nagent.baseUrl.",
@@ -69,6 +83,7 @@ class _Failure:
     message: str  # already redacted
     attempts: int = 1  # requests the SDK made, its retries included
     drop_param: str | None = None  # an optional parameter the server refused; call again without it
+    retryable: bool = False  # a failure that may pass on another call, and that the SDK did not retry itself
 
 
 def not_configured_message(api_key_env: str) -> str:
@@ -217,8 +232,10 @@ class OpenAIChatModel:
             log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
             return None
         if failure.attempts > 1:
-            raise ModelError(f"The model call failed after {failure.attempts} attempts: {failure.message}")
-        raise ModelError(failure.message)
+            raise ModelError(
+                f"The model call failed after {failure.attempts} attempts: {failure.message}", retryable=False
+            )
+        raise ModelError(failure.message, retryable=failure.retryable)
 
     def _reply(self, payload: list[Any], response: Any) -> Reply | _Failure:
         choices = getattr(response, "choices", None) or []
@@ -241,13 +258,17 @@ class OpenAIChatModel:
             attempts = int(exc.request.headers.get("x-stainless-retry-count", 0)) + 1  # type: ignore[attr-defined]
         except (AttributeError, TypeError, ValueError):
             attempts = 1
+        # Transient failures are the SDK's to retry; one is worth another call only when its retries are off.
+        transient = self.attempts == 1
         if isinstance(exc, openai.APITimeoutError):
             timeout = f"nagent.requestTimeout ({self.request_timeout:g}s)"
-            return _Failure(f"no answer within {timeout} from {where}; raise requestTimeout for a slow model", attempts)
+            message = f"no answer within {timeout} from {where}; raise requestTimeout for a slow model"
+            return _Failure(message, attempts, retryable=transient)
         if isinstance(exc, openai.APIConnectionError):
             cause = self._scrub(type(exc.__cause__ or exc.__context__ or exc).__name__)
             hint = "check nagent.baseUrl and that the server is running"
-            return _Failure(f"the connection to {where} failed or was dropped ({cause}); {hint}", attempts)
+            message = f"the connection to {where} failed or was dropped ({cause}); {hint}"
+            return _Failure(message, attempts, retryable=transient)
         if not isinstance(exc, openai.APIStatusError):
             return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})", attempts)
         code, body = exc.status_code, exc.body  # body: the JSON `error` object, or the text
@@ -257,7 +278,8 @@ class OpenAIChatModel:
             return _Failure(f"HTTP 400 from {where}: {detail}", attempts, drop_param=exc.param)
         template = _STATUS_MESSAGES.get(min(code, 500), _STATUS_MESSAGES[0])
         fields = {"where": where, "code": code, "detail": detail, "env": self.api_key_env, "model": self.model}
-        return _Failure(template.format(**fields), attempts)
+        retryable = transient and (code in _TRANSIENT or code >= 500)  # 400/401/403/404… answer alike every time
+        return _Failure(template.format(**fields), attempts, retryable=retryable)
 
     def _adapt(self, params: dict[str, Any], param: str) -> None:
         if param == "temperature":
@@ -319,9 +341,15 @@ def _client_classes() -> tuple[type, type]:
 
         def _calculate_retry_timeout(self, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
             delay = super()._calculate_retry_timeout(remaining_retries, options, response_headers)  # type: ignore[misc]
-            if not (response_headers and ("retry-after" in response_headers or "retry-after-ms" in response_headers)):
+            asked = bool(
+                response_headers and ("retry-after" in response_headers or "retry-after-ms" in response_headers)
+            )
+            if not asked:
                 delay *= self.backoff_scale  # the SDK's own backoff; a server's Retry-After is left as sent
             log.info("model call failed; retrying in %.2fs (%d retries left)", delay, remaining_retries)
+            notice = retry_notice.get()
+            if notice is not None and delay >= NOTICE_WAIT:
+                notice(delay, "the model server asked to wait (Retry-After)" if asked else "the model call failed")
             return delay
 
     class AsyncClient(Backoff, openai.AsyncOpenAI):

@@ -1,19 +1,29 @@
 """The one way every artifact reaches disk: temp file in the same folder, fsync, rename.
 
-A crash mid-write leaves either the old file or the new one, never a truncated mix.
+A crash mid-write leaves either the old file or the new one, never a truncated mix, and perhaps a temp file
+(`.name.XXXXXXXX.tmp`, killed between create and rename): `remove_stale_temp_files` clears those at start-up.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 import tempfile
+import time
 from pathlib import Path
+
+TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
+# Exactly what atomic_write_bytes makes: "." + target name + "." + mkstemp's 8 random characters + ".tmp".
+_OUR_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+STALE_AFTER = 3600.0  # seconds: a temp file this old belongs to no write still running
+MAX_CLEANUP_ENTRIES = 200_000  # directory entries looked at, at most, per state root
 
 
 def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -50,3 +60,30 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def remove_stale_temp_files(root: Path, older_than: float = STALE_AFTER, now: float | None = None) -> list[Path]:
+    """Delete the temp files atomic writes left under `root` when killed mid-write; returns what was deleted.
+
+    Only our own pattern (`.name.XXXXXXXX.tmp`), only regular files (never a symlink, never what one points to),
+    only older than `older_than` seconds (a write in progress in another process is never touched); the walk
+    does not follow symbolic links and stops after MAX_CLEANUP_ENTRIES entries."""
+    removed: list[Path] = []
+    limit = (time.time() if now is None else now) - older_than
+    seen = 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        seen += len(dirs) + len(files)
+        if seen > MAX_CLEANUP_ENTRIES:
+            break
+        for name in files:
+            if not _OUR_TEMP.fullmatch(name):
+                continue
+            candidate = Path(folder, name)
+            try:
+                info = candidate.lstat()
+                if stat.S_ISREG(info.st_mode) and info.st_mtime < limit:
+                    candidate.unlink()
+                    removed.append(candidate)
+            except OSError:
+                continue
+    return removed

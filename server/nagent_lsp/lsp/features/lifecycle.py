@@ -1,5 +1,6 @@
 """Initialisation and settings: initializationOptions, then workspace/configuration pulled after `initialized`
-and again on every didChangeConfiguration. Each invalid value is shown once, naming the key."""
+and again on every didChangeConfiguration. Each invalid value is shown once, naming the key. After `initialized`,
+a worker thread clears the temp files that killed writes left in the workspace's state roots."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pygls.uris import to_fs_path
 
 from nagent_lsp.lsp.capabilities import can_pull_configuration
 from nagent_lsp.lsp.server import NagentServer
+from nagent_lsp.operations.session import Session
 
 log = logging.getLogger("nagent_lsp")
 CONFIG_TIMEOUT = 5.0
@@ -37,6 +39,7 @@ def register(server: NagentServer) -> None:
             _show(ls, problem)
         ls.pending_problems = []
         await pull_configuration(ls)
+        ls.in_background(ls.loop.run_in_executor(None, clean_state_roots, ls.session))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_did_change_configuration(ls: NagentServer, params: types.DidChangeConfigurationParams) -> None:
@@ -75,6 +78,29 @@ async def pull_configuration(ls: NagentServer) -> bool:
     ls.session.workspace_config = value if isinstance(value, dict) else None
     _reload(ls)
     return True
+
+
+def clean_state_roots(session: Session) -> None:
+    """Delete stale temp files of atomic writes (store.atomic) in every state root this session may use."""
+    from nagent_lsp.config.state_root import home_root
+    from nagent_lsp.store.atomic import remove_stale_temp_files
+
+    try:
+        roots = {home_root(), session.state_root(None).path}
+        roots.update(session.state_root(folder).path for folder in session.workspace_folders)
+    except (OSError, ValueError) as exc:
+        log.info("could not list the state roots to clean: %s", exc)
+        return
+    for root in sorted(roots):
+        try:
+            if not root.is_dir():
+                continue
+            removed = remove_stale_temp_files(root)
+        except OSError as exc:
+            log.info("could not look for stale temp files in %s: %s", root, exc)
+            continue
+        if removed:
+            log.info("removed %d stale temp file(s) left in %s by an interrupted write", len(removed), root)
 
 
 def _reload(ls: NagentServer) -> None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from nagent_lsp.agent.sandbox import Refused, confine_read
-from nagent_lsp.config.settings import DEFAULT_DENY_READ
+from nagent_lsp.agent.sandbox import ReadRules, Refused
+from nagent_lsp.config.settings import DEFAULT_DENY_READ, DEFAULT_MAX_FILE_BYTES
 from nagent_lsp.core.limits import INLINE_LIMIT as READ_LIMIT  # larger files go through <nagent-file-read> segments
 from nagent_lsp.core.ports import Buffer
 
@@ -37,10 +37,18 @@ def read_action(
     deny_globs: Iterable[str] = DEFAULT_DENY_READ,
     base: Path | None = None,
     limit: int = READ_LIMIT,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> ReadOutcome:
+    """`read_with` under the rules made of these folders, globs and maxFileBytes."""
+    return read_with(ReadRules.of(workspace_folders, deny_globs, max_file_bytes), path_str, port, base, limit)
+
+
+def read_with(
+    rules: ReadRules, path_str: str, port: BufferReader, base: Path | None = None, limit: int = READ_LIMIT
 ) -> ReadOutcome:
     """Never raises for the model's mistakes: refusals and failures come back as `error` (data for the model)."""
     try:
-        path = confine_read(path_str, workspace_folders, deny_globs, base)
+        path = rules.confine(path_str, base)
     except Refused as exc:
         return ReadOutcome(path_str, None, error=f"read refused: {exc.reason}")
     too_large = (
@@ -49,23 +57,19 @@ def read_action(
     )
     buffer = port.read_buffer(path)
     if buffer is not None:
-        size = len(buffer.text.encode("utf-8"))
+        size = len(buffer.text.encode("utf-8", "surrogatepass"))
         if size > limit:
             return ReadOutcome(path_str, path, error=too_large.format(size=size), from_buffer=True)
         return ReadOutcome(path_str, path, text=buffer.text, from_buffer=True)
     try:
-        if path.is_dir():
-            return ReadOutcome(path_str, path, error="is a directory, not a file")
-        size = path.stat().st_size  # checked before reading so a huge file is never loaded
-        if size > limit:
-            return ReadOutcome(path_str, path, error=too_large.format(size=size))
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return ReadOutcome(path_str, path, error="file not found")
-    except OSError as exc:
-        return ReadOutcome(path_str, path, error=exc.strerror or str(exc))
-    try:
-        # newline="" semantics: CRLF reaches the model as it is on disk.
-        return ReadOutcome(path_str, path, text=data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return ReadOutcome(path_str, path, error="not a UTF-8 text file")
+        # The bounded reader checks the kind and size before opening: a FIFO (whose size reads 0) is refused,
+        # a huge file is never loaded.
+        return ReadOutcome(path_str, path, text=rules.read_text(path, limit))
+    except Refused as exc:
+        if exc.kind == "size" and exc.size is not None:
+            if exc.size <= rules.max_bytes:
+                return ReadOutcome(path_str, path, error=too_large.format(size=exc.size))
+            return ReadOutcome(path_str, path, error=rules.too_large(path, exc.size, rules.max_bytes))
+        if exc.kind == "encoding":
+            return ReadOutcome(path_str, path, error="not a UTF-8 text file")
+        return ReadOutcome(path_str, path, error=exc.reason)

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp.agent.permissions import ShellPermission
+from nagent_lsp.agent.sandbox import ReadRules
+from nagent_lsp.agent.splits import StagedSplits
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, Reply
 from nagent_lsp.core.ports import EditorPort, Progress
@@ -37,6 +39,13 @@ class EditSession:
     conversations_dir: Path | None = None
     child_context: Callable[[str, str], str] | None = None  # (child name, invocation) -> initial context body
     secrets: tuple[str, ...] = ()  # values (the API key) that must never reach a result, a file or the model
+    base_text: str | None = None  # the target's text when the run started (None: the staged text at start)
+    # Segment writes and re-splits, seen by this run alone until its change is applied (shared with children).
+    splits: StagedSplits = field(default_factory=StagedSplits)
+
+    def __post_init__(self) -> None:
+        if self.base_text is None:
+            self.base_text = self.staged
 
     @property
     def cwd(self) -> Path:
@@ -44,6 +53,14 @@ class EditSession:
 
     def splits_root(self) -> Path:
         return self.state_root / "splits"
+
+    def read_rules(self) -> ReadRules:
+        """The one read confinement (agent.sandbox), with this session's folders, denyRead and maxFileBytes."""
+        return ReadRules.of(self.folders, self.settings.denyRead, self.settings.maxFileBytes)
+
+    def edited(self) -> bool:
+        """Whether the run has changed the target's text (then a split of it describes unapplied text)."""
+        return self.staged != self.base_text
 
     def outputs_dir(self) -> Path:
         return self.state_root / "outputs"
@@ -56,6 +73,6 @@ class EditSession:
         return await self.complete(messages, cancel=self.cancel)
 
     def child(self, **changes: Any) -> EditSession:
-        """A sub-conversation: same target, staged text, permissions and cancel; its own tokens."""
+        """A sub-conversation: same target, staged text, splits, permissions and cancel; its own tokens."""
         values = {**self.__dict__, "depth": self.depth + 1, "tokens": Tokens(), **changes}
         return EditSession(**values)

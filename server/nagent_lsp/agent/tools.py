@@ -7,17 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nagent_lsp.agent.read import read_action
+from nagent_lsp.agent.read import read_with
 from nagent_lsp.agent.run import EditSession
-from nagent_lsp.agent.sandbox import Refused, confine_read
+from nagent_lsp.agent.sandbox import Refused, resolve_in
 from nagent_lsp.agent.shell import run_shell
-from nagent_lsp.agent.splits import plan_patch, refresh_split, split_text
+from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, split_text, trusted_splits_of
 from nagent_lsp.agent.write_policy import check_write
 from nagent_lsp.core.errors import PatchError, SplitError
-from nagent_lsp.core.identity import sha256_hex
+from nagent_lsp.core.identity import file_id_for, sha256_hex
 from nagent_lsp.core.limits import INLINE_LIMIT
-from nagent_lsp.store.atomic import atomic_write_text
-from nagent_lsp.store.splits import SplitResult, find_split_dirs, load_index
+from nagent_lsp.store.splits import INDEX, read_segment
 from nagent_lsp.tags import (
     Action,
     FilePatch,
@@ -51,9 +50,41 @@ def _is_target(session: EditSession, path: Path | None) -> bool:
 def _names_target(session: EditSession, path_str: str) -> bool:
     """Whether a read of `path_str` is allowed and means the target (then its staged text is the answer)."""
     try:
-        return _is_target(session, confine_read(path_str, session.folders, session.settings.denyRead, base=session.cwd))
+        return _is_target(session, session.read_rules().confine(path_str, base=session.cwd))
     except Refused:
-        return False  # read_action gives the refusal its result
+        return False  # read_with gives the refusal its result
+
+
+def _run_segment(session: EditSession, path_str: str) -> tuple[Path, str] | None:
+    """A read of a segment of a split this run knows or can trust: (its path, its text as the run sees it).
+
+    Segments live in the state root's splits folder, which may lie outside the workspace (the stateRoot
+    setting); they are copies of a confined source, so reading them is allowed. A segment the run wrote or
+    re-split is read from memory: the run sees its own edits, nobody else does."""
+    try:
+        path = resolve_in(path_str, session.cwd)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if path.parent.parent != session.splits_root().resolve():
+        return None
+    split = session.splits.owner(path)
+    if split is None:
+        try:
+            trusted = load_trusted_split(path.parent / INDEX, session.read_rules(), [session.splits_root()])
+        except SplitError:
+            return None
+        if path not in trusted.paths:
+            return None
+        split = session.splits.remember(trusted)
+        if path not in split.paths:  # the run re-split it meanwhile: the name is not one of its segments now
+            return None
+    text = session.splits.text(path)
+    if text is None:
+        try:
+            text = read_segment(path, session.settings.maxFileBytes).decode("utf-8")
+        except (SplitError, UnicodeDecodeError):
+            return None
+    return path, text
 
 
 def _read(session: EditSession, path_str: str) -> str:
@@ -64,23 +95,28 @@ def _read(session: EditSession, path_str: str) -> str:
                 "read", {"path": path_str, "error": f'file too large; use <nagent-file-read path="{path_str}"/>'}
             )
         return render_result("read", {"path": path_str}, session.staged)
-    outcome = read_action(path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd)
+    segment = _run_segment(session, path_str)
+    if segment is not None:
+        text = segment[1]
+        if len(text.encode("utf-8")) > INLINE_LIMIT:
+            return render_result("read", {"path": path_str, "error": f"segment too large ({INLINE_LIMIT} bytes max)"})
+        return render_result("read", {"path": path_str}, text)
+    outcome = read_with(session.read_rules(), path_str, session.port, base=session.cwd)
     if not outcome.ok:
         return render_result("read", {"path": path_str, "error": outcome.error})
     return render_result("read", {"path": path_str}, outcome.text)
 
 
 def _file_read(session: EditSession, path_str: str) -> str:
+    rules = session.read_rules()
     try:
-        path = confine_read(path_str, session.folders, session.settings.denyRead, base=session.cwd)
+        path = rules.confine(path_str, base=session.cwd)
     except Refused as exc:
         return render_result("file-read", {"path": path_str, "error": f"read refused: {exc.reason}"})
     if _is_target(session, path):
         text = session.staged
     else:
-        outcome = read_action(
-            path_str, session.port, session.folders, session.settings.denyRead, base=session.cwd, limit=1 << 40
-        )
+        outcome = read_with(rules, path_str, session.port, base=session.cwd, limit=rules.max_bytes)
         if not outcome.ok:
             return render_result("file-read", {"path": path_str, "error": outcome.error})
         text = outcome.text or ""
@@ -88,23 +124,23 @@ def _file_read(session: EditSession, path_str: str) -> str:
     if size <= INLINE_LIMIT:
         return render_result("file-read", {"path": path_str, "mode": "inline", "size_bytes": size}, text)
     try:
-        result = _existing_split(session, path, text) or split_text(text, path, session.splits_root())
-    except SplitError as exc:
-        return render_result("file-read", {"path": path_str, "error": str(exc)})
-    segments = result.index["segments"]
+        split = _existing_split(session, path, text) or _new_split(session, path, text)
+    except (SplitError, OSError) as exc:
+        return render_result("file-read", {"path": path_str, "error": f"could not split: {exc}"})
+    segments = split.index["segments"]
     lines = [
         f"The file is larger than {INLINE_LIMIT} bytes and was split.",
-        f"index_path: {result.index_path}",
+        f"index_path: {split.index_path}",
         "segments:",
     ]
     lines += [
-        f"- segment {i}: lines {s['start_line_num']}-{s['end_line_num']} at {s['path']}"
-        for i, s in enumerate(segments, 1)
+        f"- segment {i}: lines {s['start_line_num']}-{s['end_line_num']} at {p}"
+        for i, (s, p) in enumerate(zip(segments, split.paths, strict=False), 1)
     ]
     if _is_target(session, path):
         lines.append(
             "Edit segment files with <nagent-write>, then merge them with "
-            f'<nagent-file-patch index="{result.index_path}"/>.'
+            f'<nagent-file-patch index="{split.index_path}"/>.'
         )
     else:
         lines.append("Read the segments you need with <nagent-read>; this file is read-only in this session.")
@@ -113,53 +149,83 @@ def _file_read(session: EditSession, path_str: str) -> str:
         "path": path_str,
         "mode": "split",
         "size_bytes": size,
-        "index_path": result.index_path,
+        "index_path": split.index_path,
         "segment_count": len(segments),
     }
     return render_result("file-read", attrs, "\n".join(lines))
 
 
-def _existing_split(session: EditSession, path: Path, text: str) -> SplitResult | None:
-    """A split of exactly this text made earlier (reading a large file twice must not split it twice)."""
+def _existing_split(session: EditSession, path: Path, text: str) -> TrustedSplit | None:
+    """A split of exactly this text, known to this run or made earlier and trusted (reading a large file twice
+    must not split it twice). One from disk is used only when its segments still hold exactly this text."""
     digest = sha256_hex(text.encode("utf-8"))
+    for split in session.splits.splits.values():
+        if split.source == path and split.index.get("source_sha256") == digest:
+            session.splits.used.add(split.index_path)
+            return split
     file_id = session.file_id if _is_target(session, path) else None
-    for folder in find_split_dirs(session.splits_root(), path, file_id):
-        try:
-            index = load_index(folder / "index.json")
-        except SplitError:
+    rules = session.read_rules()
+    for split in trusted_splits_of(session.splits_root(), path, rules, file_id):
+        if split.index.get("source_sha256") != digest:
             continue
-        if index.get("source_sha256") == digest and all(Path(s["path"]).is_file() for s in index["segments"]):
-            return SplitResult(folder / "index.json", index)
+        try:
+            if plan_patch(split, text, max_bytes=rules.max_bytes).merged != text:
+                continue  # its segment files were changed since: not a split of this text any more
+        except PatchError:
+            continue
+        return session.splits.remember(split, use=True)
     return None
 
 
+def _new_split(session: EditSession, path: Path, text: str) -> TrustedSplit:
+    """Split `text` of `path`: on disk when it is what the user has (nothing the run changed), else in memory,
+    so a run's unapplied edits never sit in a split folder another run or command could merge."""
+    if _is_target(session, path) and session.edited():
+        return session.splits.in_memory_split(text, path, session.splits_root())
+    result = split_text(text, path, session.splits_root())
+    split = TrustedSplit(result.index_path.resolve(), result.index, path)
+    return session.splits.remember(split, use=True)
+
+
 def _file_patch(session: EditSession, index_str: str) -> str:
+    error = {"index": index_str, "status": "error"}
     index_path = Path(index_str).expanduser()
     if not index_path.is_absolute():
         index_path = session.splits_root() / index_path
-    index_path = index_path.resolve()
-    if index_path.parent.parent != session.splits_root().resolve():
+    try:
+        index_path = index_path.resolve()
+    except (OSError, RuntimeError):
+        return render_result("file-patch", error, "the index path cannot be resolved")
+    split = session.splits.splits.get(index_path)
+    if split is None:
+        if index_path.parent.parent != session.splits_root().resolve():
+            return render_result(
+                "file-patch", error, "only splits made in this workspace's .nagent/splits can be patched"
+            )
+        try:
+            split = load_trusted_split(index_path, session.read_rules(), [session.splits_root()])
+        except SplitError as exc:
+            return render_result("file-patch", error, str(exc))
+        split = session.splits.remember(split)
+    if not _is_target(session, split.source) and not _same_file(split.source, session.file_id):
         return render_result(
-            "file-patch",
-            {"index": index_str, "status": "error"},
-            "only splits made in this workspace's .nagent/splits can be patched",
-        )
-    if index_path.parent not in [
-        d.resolve() for d in find_split_dirs(session.splits_root(), session.target, session.file_id)
-    ]:
-        return render_result(
-            "file-patch",
-            {"index": index_str, "status": "error"},
-            f"this index does not belong to {session.target}; only the target may be patched",
+            "file-patch", error, f"this index does not belong to {session.target}; only the target may be patched"
         )
     try:
-        # force: the staged text legitimately differs from the split source after earlier staged writes.
-        plan = plan_patch(index_path, session.staged, force=True)
+        plan = plan_patch(split, session.staged, staged=session.splits.texts, max_bytes=session.settings.maxFileBytes)
     except PatchError as exc:
-        return render_result("file-patch", {"index": index_str, "status": "error"}, str(exc))
+        if "source hash does not match" in str(exc):
+            return render_result(
+                "file-patch",
+                error,
+                "the target has changed since this split was made (a write to the target itself, or a merge of "
+                f'another split); read it again with <nagent-file-read path="{session.target}"/> and edit the '
+                "segments of the new split",
+            )
+        return render_result("file-patch", error, str(exc))
     changed = plan.merged != session.staged
     session.staged = plan.merged
-    refresh_split(index_path, plan.merged)  # keep the segments describing the staged text for further edits
+    session.splits.resplit(split, plan.merged)  # the segments describe the staged text for further edits
     attrs = {
         "index": index_str,
         "status": "ok",
@@ -169,17 +235,31 @@ def _file_patch(session: EditSession, index_str: str) -> str:
     return render_result("file-patch", attrs)
 
 
-def _write(session: EditSession, path_str: str, content: str) -> str:
-    segment_dirs = find_split_dirs(session.splits_root(), session.target, session.file_id)
+def _same_file(path: Path, file_id: str) -> bool:
     try:
-        where = check_write(path_str, session.target, segment_dirs, target_file_id=session.file_id, base=session.cwd)
+        return file_id_for(path) == file_id
+    except OSError:
+        return False
+
+
+def _write(session: EditSession, path_str: str, content: str) -> str:
+    segments: set[Path] = set()
+    for split in trusted_splits_of(session.splits_root(), session.target, session.read_rules(), session.file_id):
+        session.splits.remember(split)
+    for split in session.splits.splits.values():
+        if _is_target(session, split.source) or _same_file(split.source, session.file_id):
+            segments.update(split.paths)
+    try:
+        where = check_write(
+            path_str, session.target, target_file_id=session.file_id, base=session.cwd, segments=segments
+        )
     except Refused as exc:
         return render_result("write", {"path": path_str, "status": "error"}, exc.reason)
     if where.kind == "target":
         session.staged = content
         staged_note = "staged"
     else:
-        atomic_write_text(where.path, content)  # segments are server-owned working files
+        session.splits.write(where.path, content)  # seen by this run alone; merged by <nagent-file-patch>
         staged_note = "segment"
     attrs = {
         "path": path_str,

@@ -1,13 +1,13 @@
 """`<nagent-write>` policy for an editor session (DESIGN §5.4): the target or its split segments, nothing else.
 
-Writes to the target are staged by the caller (never written to disk here); writes to segments go to the
-segment files, which belong to the split, not to the user's tree.
+Nothing is written here: the caller stages a write to the target (its text) or to a segment (in the run's
+StagedSplits), and neither reaches disk during the run.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -30,11 +30,13 @@ def check_write(
     *,
     target_file_id: str | None = None,
     base: Path | None = None,
+    segments: Collection[Path] = (),
 ) -> WriteTarget:
     """Where a write may go, or `Refused`.
 
     Allowed: the target by path; the file whose id is the session's file id (the target was renamed while
-    the model worked); an existing file inside one of the target's split folders (not its index.json).
+    the model worked); one of `segments` (resolved paths of the target's trusted splits, as the run knows
+    them); an existing file inside one of `allowed_segment_dir` (not its index.json).
     Relative paths are taken from `base` (default: the target's folder). New files are never allowed."""
     target = Path(target).resolve()
     refusal = f"write not allowed: only {target} or its split segments may be edited in this session"
@@ -46,6 +48,8 @@ def check_write(
         raise Refused(f"write not allowed: {exc}") from exc
     if resolved == target:
         return WriteTarget("target", resolved)
+    if resolved in segments:
+        return WriteTarget("segment", resolved)
     if target_file_id and resolved.is_file():
         try:
             if file_id_for(resolved) == target_file_id:

@@ -21,6 +21,7 @@ from nagent_lsp.config.convert import UNKNOWN, Between, Check, converter, proble
 from nagent_lsp.core.secret_env import process_environ
 
 DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # DESIGN §4.1: no file larger than this is read for any command
 EnvName = Annotated[
     str,
     Check(
@@ -49,6 +50,7 @@ class Settings:
     shell: Literal["allow", "ask", "deny"] = "ask"
     shellTimeout: Annotated[float, Between(1, 86400)] = 120.0
     denyRead: tuple[str, ...] = DEFAULT_DENY_READ
+    maxFileBytes: Annotated[int, Between(1, 1 << 40)] = DEFAULT_MAX_FILE_BYTES
     confirmEdits: bool = False
     stateRoot: str | None = None
     history: HistorySettings = attrs.Factory(HistorySettings)

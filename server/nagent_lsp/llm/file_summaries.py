@@ -72,7 +72,10 @@ async def _ask(complete: Complete, messages: list[Message]) -> str:
 
 def cached_summary(text: str, cache_dir: Path) -> FileSummary | None:
     """The cached summary of exactly this text, without calling the model (for context blocks and hover)."""
-    sha = content_key(text)
+    return _cached(content_key(text), cache_dir)
+
+
+def _cached(sha: str, cache_dir: Path) -> FileSummary | None:
     hit = FileSummaryCache(cache_dir).get("file", sha)
     if hit is None:
         return None
@@ -96,8 +99,8 @@ async def summarize_text(
 ) -> FileSummary:
     """Summary of `text` (the content of `path`). With `complete` None only a cached summary can be returned;
     a miss raises SummaryError so the caller can say which setting to set."""
-    sha = content_key(text)
-    hit = cached_summary(text, cache_dir)
+    sha = await asyncio.to_thread(content_key, text)  # megabytes of text are hashed off the event loop
+    hit = _cached(sha, cache_dir)
     if hit is not None:
         return hit
     if complete is None:
@@ -135,7 +138,7 @@ async def _summarize_fresh(
         summary = await _ask(complete, _messages(f"File: {path}\n\n{text}", 150))
         cache.put("file", sha, {"summary": summary, "mode": "inline", "path": str(path), "sizeBytes": len(data)})
         return FileSummary(summary, "inline", False, sha)
-    segments = plan_segments(data, detect_split_type(path), target_bytes)
+    segments = await asyncio.to_thread(plan_segments, data, detect_split_type(path), target_bytes)
     total = segments[-1].end_line if segments else 0
     parts: list[SegmentSummary] = []
     for seg in segments:

@@ -11,9 +11,13 @@ from typing import Any
 
 import attrs
 
+from nagent_lsp.agent.sandbox import ReadRules
+from nagent_lsp.agent.splits import load_trusted_split
+from nagent_lsp.core.errors import SplitError
+from nagent_lsp.operations.buffers import read_rules
 from nagent_lsp.operations.instruction import instruction_at
 from nagent_lsp.operations.session import Session
-from nagent_lsp.store.splits import find_split_dirs
+from nagent_lsp.store.splits import INDEX, find_split_dirs
 
 
 @attrs.frozen
@@ -28,7 +32,13 @@ class Offer:
 def offers(
     session: Session, uri: str, path: Path, lines: Sequence[str], start: tuple[int, int], end: tuple[int, int]
 ) -> list[Offer]:
-    """The actions for the (line, character) range start..end of the file `uri` (at `path`) holding `lines`."""
+    """The actions for the (line, character) range start..end of the file `uri` (at `path`) holding `lines`.
+
+    None for a file the read rules refuse (outside the workspace, a denyRead match): every command offered would
+    be refused, and nothing is looked up on its behalf."""
+    rules = read_rules(session, path)
+    if not rules.allows(path):
+        return []
     found: list[Offer] = []
     for line in range(start[0], min(end[0], len(lines) - 1) + 1):
         instruction = instruction_at(lines[line])
@@ -43,18 +53,24 @@ def offers(
         edit = {"uri": uri, "range": selection}
         found.append(Offer("nagent: edit selection", "refactor.rewrite", "nagent.edit", edit))
     found.append(Offer("nagent: split this file into segments", "refactor", "nagent.split", {"uri": uri}))
-    for segment_dir in _latest_split(session, path):
+    for segment_dir in _latest_split(session, path, rules):
         index = {"indexPath": str(segment_dir / "index.json")}
         found.append(Offer("nagent: merge edited segments back (patch)", "refactor", "nagent.patch", index))
     found.append(Offer("nagent: show this file's history", "refactor", "nagent.history", {"uri": uri}))
     return found
 
 
-def _latest_split(session: Session, path: Path) -> list[Path]:
-    """The newest split of this file, if any (offering every old split would only confuse)."""
+def _latest_split(session: Session, path: Path, rules: ReadRules) -> list[Path]:
+    """The newest trusted split of this file, if any (offering every old split would only confuse)."""
     root = session.state_root(path).path / "splits"
     try:
-        found = find_split_dirs(root, path)
-        return sorted(found, key=lambda d: (d / "index.json").stat().st_mtime)[-1:]
+        found = sorted(find_split_dirs(root, path), key=lambda d: (d / INDEX).stat().st_mtime)
     except OSError:  # a split removed while we looked: offer none rather than fail the request
         return []
+    for folder in reversed(found):
+        try:
+            load_trusted_split(folder / INDEX, rules, [root])
+        except SplitError:
+            continue
+        return [folder]
+    return []

@@ -10,10 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import looks_like_uri, uri_to_path
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.args import NamedArgs, UriArgs
+from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
 
@@ -28,6 +30,18 @@ def target_path(uri: str) -> Path | None:
     return path
 
 
+def confined_target(session: Session, uri: str) -> Path | None:
+    """`target_path`, held to the read rules: a conversation belongs to a file inside the workspace (that no
+    denyRead glob matches), so no command makes a `.nagent/` in a repository outside it."""
+    target = target_path(uri)
+    if target is None:
+        return None
+    try:
+        return read_rules(session, target.absolute()).confine(target)
+    except Refused as exc:
+        raise refusal(exc, "uri") from None
+
+
 def store_for(session: Session, target: Path | None, create: bool = True) -> ConversationStore:
     """The one store of the state root that holds `target`'s conversation (shared, so run locks are too)."""
     root = session.state_dir(target) if create else session.state_root(target).path
@@ -35,7 +49,7 @@ def store_for(session: Session, target: Path | None, create: bool = True) -> Con
 
 
 def resolve(session: Session, uri: str) -> tuple[ConversationStore, ConversationRef]:
-    target = target_path(uri)
+    target = confined_target(session, uri)
     store = store_for(session, target)
     try:
         return store, store.resolve(uri if target is None else target)

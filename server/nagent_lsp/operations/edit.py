@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,19 +14,22 @@ from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
 from nagent_lsp.agent.run import EditSession
+from nagent_lsp.agent.sandbox import ReadRules
+from nagent_lsp.agent.splits import StagedSplits, refresh_split
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.model import ModelCancelled
 from nagent_lsp.core.ports import ChatModel, EditorPort, FileChange, Progress
 from nagent_lsp.llm.models import require_model
 from nagent_lsp.operations.args import EditArgs
-from nagent_lsp.operations.buffers import read_source
+from nagent_lsp.operations.buffers import confined_file, read_rules, read_source, read_source_async
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
+from nagent_lsp.store.files import file_kind
 from nagent_lsp.store.patches import write_patch
 from nagent_lsp.tags import protocol_rules
-from nagent_lsp.tags.transcript import INTERRUPTED, render_block, user_prompt_block
+from nagent_lsp.tags.transcript import INTERRUPTED, render_block, system_block, user_prompt_block
 from nagent_lsp.text.edits import unified_diff
 
 log = logging.getLogger("nagent_lsp")
@@ -34,22 +38,30 @@ CONTEXT_TIMEOUT = 10.0  # a history or summary block that takes longer is left o
 
 
 def target_path(session: Session, uri: str) -> Path:
-    path = uri_to_path(uri)
-    if path is None:
+    """The file `uri` names, if the read rules allow it (inside the workspace, no denyRead match such as
+    `.env`, a regular file of at most maxFileBytes); nothing of a refused file reaches the model."""
+    if uri_to_path(uri) is None:
         raise UserError(
             f"nagent.edit works on saved files; save {uri} first (its conversation is kept under its URI until then)"
         )
-    path = path.resolve()
-    if not path.is_file():
-        raise UserError(f"file not found: {path}")
-    folders = [f.resolve() for f in session.workspace_folders]
-    if folders and not any(path == f or f in path.parents for f in folders):
-        raise UserError(f"{path} is outside the workspace folders ({', '.join(map(str, folders))})")
+    path, rules = confined_file(session, uri)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise UserError(f"file not found: {path}") from None
+    except OSError as exc:
+        raise UserError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidArgument(
+            "uri", f"{path} is {file_kind(st.st_mode)}, not a regular file; only regular files are edited"
+        )
+    if st.st_size > rules.max_bytes:
+        raise InvalidArgument("uri", rules.too_large(path, st.st_size, rules.max_bytes))
     return path
 
 
-def read_text(port: EditorPort, path: Path) -> tuple[str, int | None]:
-    buffer = read_source(port, path)
+def read_text(port: EditorPort, path: Path, rules: ReadRules | None = None) -> tuple[str, int | None]:
+    buffer = read_source(port, path, rules)
     return buffer.text, buffer.version
 
 
@@ -111,8 +123,10 @@ async def _run(
     progress: Progress,
 ) -> dict[str, Any]:
     settings = session.settings
-    base_text, base_version = read_text(port, path)
-    folders = [f.resolve() for f in session.workspace_folders] or [state_root.parent]
+    rules = read_rules(session, path)
+    base = await read_source_async(port, path, rules)
+    base_text, base_version = base.text, base.version
+    folders = list(rules.folders)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))
     convo = ConversationFile.open(ref.conversation_path, port, secrets)
 
@@ -155,6 +169,7 @@ async def _run(
         conversations_dir=ref.conversation_path.parent,
         child_context=lambda name, invocation: context_for(name, invocation, with_target=False),
         secrets=secrets,
+        base_text=base_text,
     )
     result: dict[str, Any] = {
         "applied": False,
@@ -176,6 +191,15 @@ async def _run(
         raise UserError(str(exc)) from None
     result["response"] = "\n\n".join(outcome.responses)
     result["tokens"] = run.tokens.as_result()
+    pending = run.splits.pending()
+    if pending:
+        names = ", ".join(p.name for p in pending[:10]) + (" …" if len(pending) > 10 else "")
+        convo.append(
+            system_block(
+                f"Segment edits never merged with <nagent-file-patch> are not part of the change and were "
+                f"discarded: {names}."
+            )
+        )
     if outcome.stopped_by_limit:
         result["reason"] = f"stopped after maxSteps={settings.maxSteps} turns"
     if finish is not None:
@@ -202,6 +226,7 @@ async def _run(
             state_root / "patches", path, unified_diff(base_text, final, _shown_path(state_root, path))
         )
         result.update(applied=True, patchPath=str(patch_path) if patch_path else None)
+        await _refresh_splits(run.splits, path, final)
         convo.append(
             render_block("nagent-edit-result", None, {"applied": "true", "edits": applied.edits, "patch": patch_path})
         )
@@ -210,6 +235,24 @@ async def _run(
         convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
     port.end_progress(progress, "applied" if applied.applied else result["reason"])
     return result
+
+
+async def _refresh_splits(splits: StagedSplits, target: Path, final: str) -> None:
+    """After the change is applied: the target's split folders the run used describe the applied text.
+
+    The run's segment edits are never written as such (DESIGN §12: a run's segment edits are visible to that run
+    alone until its change is applied). What is applied is the merged text, so each split folder of the target
+    that the run read or merged is re-split from it: its segment files then hold exactly what the editor holds,
+    and the next run reuses the split instead of making another. Splits made in memory only are dropped; the
+    target's other splits are left as they are (a hash check guards them)."""
+    for index_path in sorted(splits.used & splits.on_disk):
+        split = splits.splits.get(index_path)
+        if split is None or split.source != target:
+            continue
+        try:
+            await asyncio.to_thread(refresh_split, index_path, final)
+        except (OSError, ValueError) as exc:  # the split is a cache: a failure here must not fail the edit
+            log.info("could not refresh %s: %s", index_path, exc)
 
 
 def _shown_path(state_root: Path, path: Path) -> str:
@@ -233,7 +276,7 @@ async def _context_extras(session: Session, path: Path, text: str) -> dict[str, 
     except Exception as exc:  # context is a help, not a precondition
         log.info("no history context for %s: %s", path, exc)
     try:
-        extras["summary"] = file_summary_block(session, path, text)
+        extras["summary"] = await asyncio.to_thread(file_summary_block, session, path, text)
     except OSError as exc:
         log.info("no summary context for %s: %s", path, exc)
     return extras

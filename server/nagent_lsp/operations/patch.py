@@ -8,18 +8,19 @@ to describe the new text once it is applied.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
-from nagent_lsp.agent.splits import plan_patch, refresh_after_apply
-from nagent_lsp.core.errors import PatchError, SplitError, UserError
+from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, refresh_after_apply
+from nagent_lsp.core.errors import InvalidArgument, PatchError, SplitError, UserError
 from nagent_lsp.core.ports import EditorPort, FileChange
 from nagent_lsp.operations.args import PatchArgs
-from nagent_lsp.operations.buffers import read_source
+from nagent_lsp.operations.buffers import read_rules, read_source
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.patches import write_patch
-from nagent_lsp.store.splits import load_index
+from nagent_lsp.store.splits import UntrustedIndex
 from nagent_lsp.text.edits import minimal_edits, unified_diff
 
 
@@ -35,21 +36,39 @@ def _label(path: Path, port: EditorPort | None) -> str:
     """The diff's file name: workspace-relative when possible, like a git diff."""
     for folder in port.workspace_folders() if port is not None else []:
         try:
-            return path.relative_to(folder).as_posix()
+            return path.relative_to(Path(folder).resolve()).as_posix()
         except ValueError:
             continue
     return path.name
 
 
-async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str, Any]:
-    index_path = _index_path(args.indexPath, port)
+def trusted_index(session: Session, raw: str, port: EditorPort | None) -> TrustedSplit:
+    """The index named by the `indexPath` argument, through the one trusted loader: in the splits folder of a
+    state root of this workspace (or of the state root its source belongs to), written by the server, its
+    segments in its folder, its source inside the workspace."""
+    if not raw or "\0" in raw:
+        raise InvalidArgument("indexPath", "expected the path of a split's index.json")
+    rules = read_rules(session)
+    roots = [session.state_root(folder).path / "splits" for folder in session.workspace_folders]
+    if not roots:
+        roots = [session.state_root(None).path / "splits"]
     try:
-        source = Path(load_index(index_path)["source_path"])
+        return load_trusted_split(
+            _index_path(raw, port), rules, roots, root_of=lambda source: session.state_root(source).path
+        )
+    except UntrustedIndex as exc:
+        raise InvalidArgument("indexPath", str(exc)) from None
     except SplitError as exc:
         raise UserError(str(exc)) from None
-    buffer = read_source(port, source)
+
+
+async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str, Any]:
+    split = trusted_index(session, args.indexPath, port)
+    rules = read_rules(session, split.source)
+    source = split.source
+    buffer = read_source(port, source, rules, field="indexPath")
     try:
-        plan = plan_patch(index_path, buffer.text, force=args.force)
+        plan = await asyncio.to_thread(plan_patch, split, buffer.text, force=args.force, max_bytes=rules.max_bytes)
     except PatchError as exc:
         raise UserError(str(exc)) from None
     result: dict[str, Any] = {
@@ -87,5 +106,5 @@ async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str
     result["applied"] = True
     written = write_patch(patches_dir, source, unified_diff(buffer.text, final, label))
     result["patchPath"] = str(written) if written else None
-    refresh_after_apply(plan, final)
+    await asyncio.to_thread(refresh_after_apply, plan, final)
     return result

@@ -1,20 +1,23 @@
 """`nagent.split {uri, targetBytes?, natural?}` -> `{indexPath, splitType, sha256, segments[...]}`.
 
-Splits what the user sees (the open buffer, unsaved edits included), else the file on disk.
+Splits what the user sees (the open buffer, unsaved edits included), else the file on disk — only a file the
+read rules allow (inside the workspace, no denyRead match, a regular file of at most maxFileBytes), so nothing
+outside the workspace is ever copied into a split and no state root is created for it. In the editor the read
+and the split run in a worker thread (`split_async`): splitting megabytes must not hold up hovers.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.agent.sandbox import ReadRules
 from nagent_lsp.agent.splits import split_text
-from nagent_lsp.config.args import file_argument
 from nagent_lsp.core.errors import InvalidArgument, SplitError, UserError
-from nagent_lsp.core.ports import EditorPort
+from nagent_lsp.core.ports import Buffer, EditorPort
 from nagent_lsp.operations.args import SplitArgs
-from nagent_lsp.operations.buffers import read_source
+from nagent_lsp.operations.buffers import confined_file, source_from
 from nagent_lsp.operations.session import Session
 from nagent_lsp.text.split_rules import UnknownSplitType
 
@@ -26,11 +29,28 @@ def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def split(session: Session, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
-    path = Path(os.path.abspath(file_argument(args.uri)))
+def _checked(session: Session, args: SplitArgs) -> tuple[Path, ReadRules]:
     if args.targetBytes is not None and args.targetBytes <= 0:
         raise InvalidArgument("targetBytes", "must be a positive number of bytes")
-    source = read_source(port, path)
+    return confined_file(session, args.uri)
+
+
+def split(session: Session, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
+    """The split, done in the calling thread (the CLI, tests, a worker thread)."""
+    path, rules = _checked(session, args)
+    buffer = port.read_buffer(path) if port is not None else None
+    return _split(session, path, rules, buffer, args)
+
+
+async def split_async(session: Session, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
+    """The split for the editor: the buffer is taken on the event loop, the rest runs in a worker thread."""
+    path, rules = _checked(session, args)
+    buffer = port.read_buffer(path) if port is not None else None
+    return await asyncio.to_thread(_split, session, path, rules, buffer, args)
+
+
+def _split(session: Session, path: Path, rules: ReadRules, buffer: Buffer | None, args: SplitArgs) -> dict[str, Any]:
+    source = source_from(path, buffer, rules)
     splits_dir = session.state_dir(path, "splits")
     kwargs: dict[str, Any] = {"natural": args.natural}
     if args.targetBytes is not None:

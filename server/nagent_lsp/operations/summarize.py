@@ -2,30 +2,37 @@
 
 The summary describes the text the user sees (the open buffer), cached by its content hash under
 `<state root>/cache/`: asking again for unchanged content costs nothing, an edit gives a fresh summary.
+Only a file the read rules allow is summarised (inside the workspace, no denyRead match such as `.env` or
+`id_rsa`, a regular file of at most maxFileBytes): nothing else is read, and no byte of it reaches the model.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
 from pathlib import Path
 from typing import Any
 
-from nagent_lsp.config.args import file_argument
+from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.llm.file_summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
 from nagent_lsp.llm.models import require_model
 from nagent_lsp.operations.args import UriArgs
-from nagent_lsp.operations.buffers import read_source
+from nagent_lsp.operations.buffers import confined_file, read_rules, read_source_async, refusal
 from nagent_lsp.operations.session import Session
 
 
 async def summarize_file(
-    session: Session, port: EditorPort | None, path: Path, complete: Complete | None = None
+    session: Session, port: EditorPort | None, path: Path, complete: Complete | None = None, field: str = "uri"
 ) -> FileSummary:
-    source = read_source(port, path)
+    rules = read_rules(session, path)
+    try:
+        path = rules.confine(path)
+    except Refused as exc:
+        raise refusal(exc, field) from None
+    source = await read_source_async(port, path, rules, field)
     cache_dir = session.state_dir(path, "cache")
-    hit = cached_summary(source.text, cache_dir)
+    hit = await asyncio.to_thread(cached_summary, source.text, cache_dir)  # hashing megabytes is off the loop
     if hit is not None:
         return hit
     owned = None
@@ -44,7 +51,7 @@ async def summarize_file(
 async def summarize(
     session: Session, port: EditorPort | None, args: UriArgs, complete: Complete | None = None
 ) -> dict[str, Any]:
-    path = Path(os.path.abspath(file_argument(args.uri)))
+    path, _ = confined_file(session, args.uri)
     result = await summarize_file(session, port, path, complete)
     return {"summary": result.summary, "mode": result.mode, "cached": result.cached}
 

@@ -2,12 +2,21 @@
 
 The text comes from the caller (the editor's buffer when open), never re-read here, so the index hash
 describes exactly what was split.
+
+An index is the server's own only when it says so and where it says so: every index this module writes
+carries `written_by: "nagent-lsp"` and `split_folder_id`, the device and inode of the folder it was written
+into. `load_index` refuses an index without both, or whose folder is not that folder: a copy of a split
+committed to a repository, unpacked from an archive or planted beside a user's file lives in a folder with
+another inode, and a repository cannot choose the inode its checkout gets. (No HMAC: a key file would sit
+where the model's shell can read it, so it would prove no more than this does, and it would be one more
+secret to keep.) Every segment path must lie directly inside the index's folder. Cleanup deletes only
+files the old index listed there.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +25,15 @@ from typing import Any
 from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.identity import file_id_for, short_slug
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
+from nagent_lsp.store.files import FileTooLarge, NotRegularFile, read_regular_bytes
 
 INDEX = "index.json"
+WRITER = "nagent-lsp"
+INDEX_MAX_BYTES = 16 * 1024 * 1024  # an index of a 50 MiB file is a few hundred KiB
+
+
+class UntrustedIndex(SplitError):
+    """An index the server did not write, or one that points outside its own folder."""
 
 
 @dataclass(frozen=True)
@@ -26,26 +42,78 @@ class SplitResult:
     index: dict[str, Any]
 
 
+def _stamp(index_path: Path, index: dict[str, Any]) -> None:
+    index["written_by"] = WRITER
+    index["split_folder_id"] = file_id_for(index_path.parent)
+
+
 def write_index(index_path: Path, index: dict[str, Any]) -> None:
+    """Write `index` (stamped in place as the server's own) into its folder."""
+    _stamp(index_path, index)
     atomic_write_text(index_path, json.dumps(index, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_split(index_path: Path, index: dict[str, Any], blobs: list[bytes]) -> None:
+    folder = index_path.parent.resolve()
     for entry, blob in zip(index["segments"], blobs, strict=False):
-        atomic_write_bytes(Path(entry["path"]), blob)
+        atomic_write_bytes(segment_path(folder, entry), blob)
     write_index(index_path, index)
 
 
-def load_index(index_path: Path) -> dict[str, Any]:
-    if not index_path.is_file():
-        raise SplitError(f"index not found: {index_path}")
+def segment_path(folder: Path, entry: dict[str, Any]) -> Path:
+    """The file of one segment entry; UntrustedIndex unless it lies directly inside `folder` (resolved)."""
+    raw = entry.get("path")
+    if not isinstance(raw, str) or not raw or "\0" in raw:
+        raise UntrustedIndex("a segment has no valid path")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise UntrustedIndex(f"segment path {raw!r} is not absolute")
     try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise UntrustedIndex(f"segment path {raw!r} cannot be resolved: {exc}") from None
+    if resolved.parent != folder or resolved.name == INDEX or path.name != resolved.name:
+        raise UntrustedIndex(f"segment path {raw!r} is not a file of its split folder {folder}")
+    return resolved
+
+
+def read_index_file(index_path: Path) -> Any:
+    """The parsed JSON of an index file through the bounded reader (a FIFO or a huge file is refused)."""
+    try:
+        raw = read_regular_bytes(index_path, INDEX_MAX_BYTES)
+    except FileNotFoundError:
+        raise SplitError(f"index not found: {index_path}") from None
+    except NotRegularFile as exc:
+        if exc.kind == "a directory":
+            raise SplitError(f"index not found: {index_path}") from None
+        raise UntrustedIndex(f"not a split index: {index_path} is {exc.kind}") from None
+    except FileTooLarge as exc:
+        raise UntrustedIndex(f"not a split index: {index_path} is {exc.size} bytes") from None
+    except OSError as exc:
+        raise SplitError(f"index cannot be read: {index_path} ({exc.strerror or exc})") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise SplitError(f"index is not valid JSON: {index_path}: {exc}") from None
+
+
+def load_index(index_path: Path) -> dict[str, Any]:
+    """A split index the server wrote, with every segment inside its folder; SplitError (UntrustedIndex for a
+    foreign one) otherwise. Where the folder may be is the caller's rule (agent.splits.load_trusted_split)."""
+    index_path = Path(index_path)
+    index = read_index_file(index_path)
     if not isinstance(index, dict):
         raise SplitError(f"index is not a JSON object: {index_path}")
-    if not index.get("source_path"):
+    folder = index_path.parent.resolve()
+    try:
+        folder_id = file_id_for(folder)
+    except OSError:
+        raise SplitError(f"index not found: {index_path}") from None
+    if index.get("written_by") != WRITER or index.get("split_folder_id") != folder_id:
+        raise UntrustedIndex(
+            f"{index_path} was not written by nagent-lsp in this folder, so it is not trusted; split the file again"
+        )
+    if not isinstance(index.get("source_path"), str) or not index["source_path"]:
         raise SplitError(f"index.json missing source_path: {index_path}")
     segments = index.get("segments")
     if not isinstance(segments, list) or not segments:
@@ -53,58 +121,81 @@ def load_index(index_path: Path) -> dict[str, Any]:
     for position, entry in enumerate(segments, 1):
         if (
             not isinstance(entry, dict)
-            or not all(isinstance(entry.get(k), int) for k in ("start_line_num", "end_line_num"))
+            or not all(type(entry.get(k)) is int for k in ("start_line_num", "end_line_num"))
             or not isinstance(entry.get("path"), str)
         ):
             raise SplitError(f"index.json segment {position} needs start_line_num, end_line_num and path")
+        segment_path(folder, entry)
     return index
 
 
-def _segment_pattern(source: Path) -> re.Pattern[str]:
-    return re.compile(re.escape(source.stem) + r"-\d{4,}" + re.escape(source.suffix) + r"\Z")
+def read_segment(path: Path, limit: int) -> bytes:
+    """One segment's bytes (a path `segment_path` accepted) through the bounded reader."""
+    try:
+        return read_regular_bytes(path, limit)
+    except FileNotFoundError:
+        raise SplitError(f"segment not found: {path}") from None
+    except (NotRegularFile, FileTooLarge) as exc:
+        raise UntrustedIndex(f"segment {path} cannot be used: {exc}") from None
+    except OSError as exc:
+        raise SplitError(f"segment cannot be read: {path} ({exc.strerror or exc})") from None
 
 
 def remove_stale_segments(index_path: Path, index: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-    """Delete segment files in the index folder (or listed by the old index) that the index no longer uses."""
-    keep = {Path(s["path"]).resolve() for s in index["segments"]}
-    pattern = _segment_pattern(Path(index["source_path"]))
-    stale = {p.resolve() for p in index_path.parent.iterdir() if p.is_file() and pattern.match(p.name)}
-    if old:
-        # Only files inside the index folder: a hand-edited index must not make us delete elsewhere.
-        for s in old.get("segments", []):
-            p = Path(s.get("path", "")).resolve()
-            if p.parent == index_path.parent.resolve():
-                stale.add(p)
-    for p in stale - keep:
-        p.unlink(missing_ok=True)
+    """Delete the files the old index listed inside the index folder that the new index no longer uses.
+
+    Nothing else is ever deleted: not a file merely named like a segment, not a path outside the folder."""
+    if not old:
+        return
+    folder = index_path.parent.resolve()
+    keep = set()
+    for entry in index["segments"]:
+        try:
+            keep.add(segment_path(folder, entry))
+        except UntrustedIndex:
+            continue
+    for entry in old.get("segments", []):
+        try:
+            path = segment_path(folder, entry) if isinstance(entry, dict) else None
+        except UntrustedIndex:
+            continue  # listed but not ours to delete
+        if path is not None and path not in keep and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
+def split_dir_name(splits_dir: Path, source: Path) -> Path:
+    """A fresh `splits_dir/<slug(stem)>-<uuid4>` path for one split of `source` (not created)."""
+    return splits_dir / f"{short_slug(source.stem)}-{uuid.uuid4()}"
 
 
 def new_split_dir(splits_dir: Path, source: Path) -> Path:
-    """A fresh `splits_dir/<slug(stem)>-<uuid4>/` for one split of `source`."""
-    out_dir = splits_dir / f"{short_slug(source.stem)}-{uuid.uuid4()}"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """A fresh `splits_dir/<slug(stem)>-<uuid4>/` for one split of `source`, created."""
+    out_dir = split_dir_name(splits_dir, source)
+    out_dir.mkdir(parents=True, exist_ok=False)
     return out_dir
 
 
 def find_split_dirs(splits_root: Path, target: Path, target_file_id: str | None = None) -> list[Path]:
-    """The split folders (`splits/*/index.json`) whose source is the target: by file id when known (the
-    target may have been renamed since it was split), else by path."""
+    """The split folders (`splits/*/index.json`) whose index names the target as its source: by file id when
+    known (the target may have been renamed since it was split), else by path. Discovery only: what is found
+    is used after the trusted loader accepts it."""
     target = Path(target).resolve()
     found: list[Path] = []
     if not Path(splits_root).is_dir():
         return found
     for index in sorted(Path(splits_root).glob(f"*/{INDEX}")):
         try:
-            source = json.loads(index.read_text(encoding="utf-8")).get("source_path")
-        except (OSError, ValueError, AttributeError):
+            data = read_index_file(index)
+        except SplitError:
             continue  # a damaged or foreign index is not ours to trust
-        if not isinstance(source, str):
+        source = data.get("source_path") if isinstance(data, dict) else None
+        if not isinstance(source, str) or not source or "\0" in source:
             continue
         # The source must still exist: a split of a file that is gone (or was replaced) is stale.
         try:
             source_id = file_id_for(source)
-        except OSError:
+        except (OSError, ValueError):
             continue
-        if source_id == target_file_id if target_file_id else Path(source).resolve() == target:
+        if source_id == target_file_id if target_file_id else os.path.realpath(source) == str(target):
             found.append(index.parent)
     return found

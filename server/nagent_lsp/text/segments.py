@@ -8,6 +8,7 @@ pair or a UTF-8 sequence), so concatenating the segments gives back the exact by
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,11 @@ from nagent_lsp.core.limits import SPLIT_TARGET as TARGET_BYTES_DEFAULT
 from nagent_lsp.text.split_rules import RULES, RuleSet, normalize_split_type
 
 _EOL = re.compile(rb"\r\n|\n|\r")
+# Boundaries weighed per segment at most, latest first, when none of the best kind turns up. Source files
+# have a few hundred candidates in a 32 KiB window and usually meet a best one within the last few; a file where
+# every one of millions of lines is a boundary (nothing but newlines, or blank lines inside an unclosed brace)
+# would otherwise cost Python work for each of them.
+MAX_WEIGHED = 1024
 _INDENT = re.compile(rb"[ \t]*")
 
 
@@ -58,12 +64,18 @@ class _Cutter:
                 return tier
         return 0
 
-    def candidates(self, begin: int, end: int):
-        """(position, group) for every boundary p with begin < p <= end, in order."""
+    def candidates(self, begin: int, end: int, pattern: re.Pattern[bytes] | None = None) -> Iterator[tuple[int, str]]:
+        """(position, group) for every boundary p with begin < p <= end, in order (of `pattern`'s kinds, by
+        default every kind)."""
         data = self.data
+        pattern = self.rules.pattern if pattern is None else pattern
         # Matches sit on the newline before a line: start at the one before the line holding `begin`.
         scan_from = max(data.rfind(b"\n", 0, begin), 0)
-        for m in self.rules.pattern.finditer(data, scan_from):
+        # A match's lookahead reads at most the line after its newline and one character beyond it, so the
+        # scan stops there instead of running on to the end of the file when the window holds no boundary
+        # (that made splitting quadratic: every window scanned the whole rest of the file).
+        stop = min(len(data), self.line_end(self.line_end(end)) + 1)
+        for m in pattern.finditer(data, scan_from, stop):
             if m.start() >= end:
                 break
             group = m.lastgroup
@@ -136,11 +148,16 @@ def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:
         # Scan backwards from `reach` in growing chunks: the latest top-tier boundary is usually within the
         # last few KiB, so most of the window is never matched at all.
         best_p, best_tier, best_group = reach, -1, ""
-        hi, step = reach, 4096
+        hi, step = reach, 256
         ref_pos, ref_depth = start, depth  # depth is counted from the nearest known point, not from `start`
-        while hi >= floor and best_tier < top:
+        pattern: re.Pattern[bytes] | None = rules.pattern
+        weighed = 0
+        while hi >= floor and best_tier < top and pattern is not None and weighed < MAX_WEIGHED:
             lo = max(floor, hi - step)
-            for p, group in reversed(list(cutter.candidates(lo - 1, hi))):
+            for p, group in reversed(list(cutter.candidates(lo - 1, hi, pattern))):
+                weighed += 1
+                if weighed > MAX_WEIGHED:
+                    break
                 ref_depth, ref_pos = cutter.depth(ref_pos, ref_depth, p), p
                 t = cutter.tier(group, ref_depth)
                 if t > best_tier:
@@ -148,6 +165,9 @@ def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:
                     if t == top:
                         break
             hi, step = lo - 1, step * 2
+            if best_tier >= 0:
+                # Only a better kind can still win: the rest of the window is scanned for those alone.
+                pattern = rules.pattern_above(best_tier)
         if best_tier < 0 and reach - start > 2 * target:
             # The line reaching the target is huge: end before it rather than drag it into this segment.
             early = list(cutter.candidates(start, floor - 1))
@@ -167,7 +187,10 @@ def _natural_cuts(cutter: _Cutter) -> list[int]:
     top = rules.top_tier
     cuts: list[int] = []
     last, depth, pos = 0, 0, 0
-    for p, group in cutter.candidates(0, len(cutter.data)):
+    pattern = rules.pattern_above(top - 1)  # the kinds that can reach the top tier; the rest are never cuts
+    if pattern is None:
+        return cuts
+    for p, group in cutter.candidates(0, len(cutter.data), pattern):
         if cuts and p <= cuts[-1]:
             continue
         d = cutter.depth(pos, depth, p)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 EOL = rb"(?:\r\n|\n|\r)"
@@ -74,10 +74,32 @@ class RuleSet:
     tiers: dict[str, tuple[tuple[int | None, int], ...]]
     depth: Callable[[bytes, int, int], int] | None = None  # bracket depth change over data[a:b]
     hop_back: tuple[bytes, ...] = ()  # lines (comments, decorators) that belong to the declaration below
+    alternatives: tuple[tuple[str, bytes], ...] = ()  # (group name, its alternative) in the pattern's order
+    _above: dict[int, re.Pattern[bytes] | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def top_tier(self) -> int:
         return max(tier for options in self.tiers.values() for _, tier in options)
+
+    def max_tier(self, group: str) -> int:
+        return max(tier for _, tier in self.tiers[group])
+
+    def pattern_above(self, tier: int) -> re.Pattern[bytes] | None:
+        """A pattern that finds exactly the boundaries of `pattern` whose kind can reach a tier above `tier`
+        (None when no kind can): each kept alternative is guarded by a negative lookahead on the dropped
+        alternatives before it, so a position yields the same kind as under the full pattern or nothing.
+        A scan that already holds a boundary of `tier` jumps over all lesser ones at regex speed."""
+        if tier not in self._above:
+            kept: list[bytes] = []
+            dropped: list[bytes] = []
+            for name, text in self.alternatives:
+                if self.max_tier(name) > tier:
+                    guard = rb"(?!" + b"|".join(dropped) + rb")" if dropped else b""
+                    kept.append(guard + text)
+                else:  # the same alternative without its group name (a name may appear only once)
+                    dropped.append(rb"(?:(?:" + text[len(name) + 5 :] + rb")")
+            self._above[tier] = re.compile(rb"\n(?=" + b"|".join(kept) + rb")") if kept else None
+        return self._above[tier]
 
 
 def _counter(opens: bytes, closes: bytes) -> Callable[[bytes, int, int], int]:
@@ -102,7 +124,35 @@ def _xml_depth(data: bytes, a: int, b: int) -> int:
 def _rules(body: bytes, tiers: dict, depth=None, hop_back: tuple[bytes, ...] = ()) -> RuleSet:
     # Anchored on a literal "\n" (not (?m)^) so the regex engine jumps between newlines at memchr speed;
     # the rules sit in a lookahead so a match consumes only that newline and never hides the next line.
-    return RuleSet(re.compile(rb"\n(?=" + body + rb")"), tiers, depth, hop_back)
+    return RuleSet(re.compile(rb"\n(?=" + body + rb")"), tiers, depth, hop_back, _alternatives(body))
+
+
+def _alternatives(body: bytes) -> tuple[tuple[str, bytes], ...]:
+    """The top-level alternatives of a rule body, each `(name, text)` where the text starts with its
+    `(?P<name>` group (and keeps whatever follows the group, such as a trailing lookahead)."""
+    found: list[tuple[str, bytes]] = []
+    depth, start, i = 0, 0, 0
+    while i <= len(body):
+        c = body[i : i + 1]
+        if c == b"\\":
+            i += 2
+            continue
+        if c == b"[":  # a character class: its brackets, parentheses and bars are literal
+            i = body.index(b"]", i + 2 if body[i + 1 : i + 2] in (b"]", b"^") else i + 1) + 1
+            continue
+        if c == b"(":
+            depth += 1
+        elif c == b")":
+            depth -= 1
+        elif not c or (c == b"|" and depth == 0):
+            part = body[start:i]
+            m = re.match(rb"\(\?P<(\w+)>", part)
+            if m is None:
+                raise ValueError(f"every alternative of a rule must start with a named group: {part!r}")
+            found.append((m.group(1).decode(), part))
+            start = i + 1
+        i += 1
+    return tuple(found)
 
 
 _ANY = ((None, 1),)

@@ -23,6 +23,7 @@ const SERVER_DEFAULTS: Record<string, unknown> = {
   shell: 'ask',
   shellTimeout: 120,
   denyRead: ['.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
+  maxFileBytes: 52428800,
   confirmEdits: false,
   stateRoot: null,
   'history.maxCommits': 200,

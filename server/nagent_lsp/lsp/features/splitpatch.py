@@ -15,10 +15,10 @@ from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
 
 def register(server: NagentServer) -> None:
     async def run_split(ls: NagentServer, args: SplitArgs) -> dict[str, Any]:
-        # async (not a worker thread): the buffer is read from the server's document store on its own loop.
-        from nagent_lsp.operations.split import split
+        # The buffer is read from the server's document store on its own loop; the split runs in a worker thread.
+        from nagent_lsp.operations.split import split_async
 
-        return split(ls.session, LspPort(ls), args)
+        return await split_async(ls.session, LspPort(ls), args)
 
     async def run_patch(ls: NagentServer, args: PatchArgs) -> dict[str, Any]:
         from nagent_lsp.operations.patch import patch

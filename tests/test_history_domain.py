@@ -136,6 +136,10 @@ def test_segments_round_trip_and_append_instead_of_rewriting() -> None:
     assert again.lineage(b"c") == index.lineage(b"c")
     assert hashes(again.lineage(b"c")) == [H[3], H[1], H[0]]
     assert again.is_dead(again.path_ids[b"a"]) and again.is_dead(again.path_ids[b"b"])
+    # a HEAD move to a commit the index has: a segment with no commits, only the new HEAD
+    index.checkout(index.view_for(H[1]))
+    moved = RepoIndex.decode([*frames, index.encode_segment(index.marks())])
+    assert moved.head == H[1] and hashes(moved.lineage(b"c")) == [H[1], H[0]] and len(moved) == 4
     assert again.extend_newest_first([raw(4, [("M", "c", None)]), raw(3, [])]) == 1  # a known commit is skipped
     # out of order, truncated or foreign data is refused (the caller rebuilds), never half-loaded
     with pytest.raises(ValueError):

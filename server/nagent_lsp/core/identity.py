@@ -11,7 +11,7 @@ import os
 import re
 import uuid
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, unquote_to_bytes, urlparse
 
 URI_KEY_PREFIX = "uri:"
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
@@ -52,7 +52,9 @@ def uri_to_path(uri: str) -> Path | None:
         return None
     if parsed.netloc and parsed.netloc != "localhost":
         return None
-    return Path(unquote(parsed.path))
+    # Percent-escapes are the path's bytes: a name that is not UTF-8 (b"caf\xe9.c" is `caf%E9.c`) must come back as
+    # the same file, not as U+FFFD (urllib's `unquote` replaces undecodable bytes).
+    return Path(os.fsdecode(unquote_to_bytes(parsed.path)))
 
 
 def normalise(path: Path | str) -> Path:

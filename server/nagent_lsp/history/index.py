@@ -589,9 +589,7 @@ class RepoIndex:
         # offsets must continue where the previous segment ended and never go backwards
         if n and (subj_off[-1] != self.subj_off[-1] + ns or ch_off[-1] != self.ch_off[-1] + ne):
             raise ValueError("history index offsets are inconsistent")
-        if any(b < a for a, b in zip([self.subj_off[-1], *subj_off[:-1]], subj_off, strict=True)) or any(
-            b < a for a, b in zip([self.ch_off[-1], *ch_off[:-1]], ch_off, strict=True)
-        ):
+        if not (_ascending(self.subj_off[-1], subj_off) and _ascending(self.ch_off[-1], ch_off)):
             raise ValueError("history index offsets go backwards")
         total_paths = len(self.paths) + np_
         if any(p >= total_paths for p in ch_pid) or any(a >= len(self.people) + na for a in authors):
@@ -627,6 +625,15 @@ class RepoIndex:
                 raise ValueError("history index refers to unknown parents")
             self.more_parents[int(key)] = ids
         return meta
+
+
+def _ascending(start: int, values: array) -> bool:
+    previous = start
+    for value in values:
+        if value < previous:
+            return False
+        previous = value
+    return True
 
 
 class IndexBuilder:

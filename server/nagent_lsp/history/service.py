@@ -27,8 +27,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -67,11 +68,13 @@ EXCERPT_CHARS = 4000  # diff excerpt per commit sent to the model
 HOVER_WAIT = 0.25  # a hover waits at most this long for git (an update after HEAD moved, a first page), then answers
 HOVER_STALE_WAIT = HOVER_WAIT  # the name callers used before
 BLAME_WAIT = 0.05  # a hover waits this long for a blame it has just started (small files finish; big ones do not)
+UPDATE_GRACE = 0.1  # after HEAD moved, a hover gives the index update this long before also asking for a page
 FIRST_PAGE = 50  # commits of the per-file query before the index is ready (nagent's own window)
 MAX_FALLBACK_HOPS = 8  # renames followed by per-file queries before the index exists
 COMPACT_SEGMENTS = 64  # the index file is rewritten as one segment after this many appends
 RETRY_FAILED = 30.0  # seconds before a failed build is tried again
 PROGRESS_EVERY = 0.5  # seconds between progress reports while building
+PROGRESS_FROM = 1000  # a build shows progress once it has read this many commits (small ones finish unseen)
 ENTRY_CACHE = 256  # per-file answers kept (each holds at most maxCommits commits)
 PAGE_CACHE = 128  # per-file first pages kept
 BLAME_LINES = 2_000_000  # line entries of blame kept (about 8 MB), whatever the number of HEADs and files
@@ -219,6 +222,7 @@ class HistoryService:
         self._segments = 0
         self._shallow: tuple[float, int] | None = None
         self._listeners: list[Callable[[HistoryService, HistoryEvent], None]] = []
+        self._progress_shown = False
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="nagent-history-query")
         self._blame_pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-blame")
@@ -292,6 +296,15 @@ class HistoryService:
         self._listeners.append(listener)
 
     def _emit(self, kind: str, message: str, commits: int | None = None) -> None:
+        """Progress events: "begin" once a build is big enough to be worth showing, "report"s, then one "end"."""
+        if kind == "begin":
+            if self._progress_shown:
+                return
+            self._progress_shown = True
+        elif kind == "end":
+            if not self._progress_shown:
+                return
+            self._progress_shown = False
         event = HistoryEvent(kind, "Indexing git history", message, commits, self._state)
         self.counters.events.append(kind)
         for listener in list(self._listeners):
@@ -330,7 +343,6 @@ class HistoryService:
         began = time.monotonic()
         try:
             head = read_head(self.root)
-            self._emit("begin", "loading")
             loaded = self._load()
             if loaded is not None:
                 self.counters.loads += 1
@@ -345,7 +357,6 @@ class HistoryService:
                 return True
             with self._lock:
                 self._state = "idle"
-            self._emit("end", "no index yet")
             return False
         except _Closed:
             return False
@@ -390,7 +401,6 @@ class HistoryService:
             self._builder = builder
             self._building_head = head
             self._state = "building"
-        self._emit("report", "reading git history")
         if head is not None:
             self.counters.git_processes += 1
             builder.feed(self._reporting(builder, self._until_closed(self.git.log_all(head))))
@@ -405,10 +415,14 @@ class HistoryService:
         self._persist(rewrite=True)
 
     def _reporting(self, builder: IndexBuilder, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        last = time.monotonic()
+        last = 0.0
         for chunk in chunks:
             yield chunk
+            if builder.count < PROGRESS_FROM:
+                continue
             now = time.monotonic()
+            if not self._progress_shown:
+                self._emit("begin", "reading git history", builder.count)
             if now - last >= PROGRESS_EVERY:
                 last = now
                 self._emit("report", f"{builder.count:,} commits read", builder.count)
@@ -477,7 +491,6 @@ class HistoryService:
         self._ready.clear()
         if not allow:
             return False
-        self._emit("begin", "rebuilding")
         began = time.monotonic()
         self._build(head)
         self._announce(f"rebuilt in {time.monotonic() - began:.1f} s")
@@ -553,13 +566,12 @@ class HistoryService:
             if sync:
                 self.refresh()
             else:
-                future = self._schedule_refresh()
-                try:
-                    future.result(timeout=max(0.0, deadline - time.monotonic()))
-                except FutureTimeout:
-                    pass
-                except Exception as exc:  # noqa: BLE001 - a failed update: answer from a first page
-                    log.info("history update failed: %s", exc)
+                # the update usually lands in a few tens of ms; if not, a first page for the new HEAD races it
+                update = self._schedule_refresh()
+                futures_wait([update], timeout=min(UPDATE_GRACE, max(0.0, deadline - time.monotonic())))
+                if not update.done() and head is not None:
+                    page = self._page_future(raw, head, min(hs.maxCommits, FIRST_PAGE))
+                    futures_wait([update, page], max(0.0, deadline - time.monotonic()), FIRST_COMPLETED)
             with self._lock:
                 index = self._index
         if index is not None and index.head == head:
@@ -620,6 +632,11 @@ class HistoryService:
     def _page_future(self, raw: bytes, head: str, size: int) -> Future:
         key = (raw, head, size)
         with self._lock:
+            cached = self._pages.get(key)
+            if cached is not None:
+                done: Future = Future()
+                done.set_result(cached)
+                return done
             future = self._page_pending.get(key)
             if future is None:
                 future = self._page_pending[key] = self._query_pool.submit(self._first_page, raw, head, size)

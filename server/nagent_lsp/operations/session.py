@@ -18,8 +18,10 @@ from nagent_lsp.core.secret_env import claim
 from nagent_lsp.store.root import ensure_root
 
 if TYPE_CHECKING:  # built on first use, so a server or CLI that never needs them does not import them
-    from nagent_lsp.history.service import HistoryService
+    from nagent_lsp.history.service import HistoryEvent, HistoryService
     from nagent_lsp.store.conversations import ConversationStore
+
+    HistoryListener = Callable[[HistoryService, HistoryEvent], None]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -35,6 +37,8 @@ class Session:
     config_sources: tuple[str, ...] = ("defaults",)
     conversation_stores: dict[str, ConversationStore] = field(default_factory=dict)
     history_services: dict[tuple[str, str], HistoryService] = field(default_factory=dict)
+    # told of every history service's build progress (the LSP layer turns it into $/progress)
+    history_listeners: list[HistoryListener] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -77,7 +81,19 @@ class Session:
         """One history service (index, caches, background worker) per (repository, cache folder)."""
         from nagent_lsp.history.service import HistoryService
 
-        return self._shared(self.history_services, (str(root), str(cache_dir)), lambda: HistoryService(root, cache_dir))
+        def make() -> HistoryService:
+            service = HistoryService(root, cache_dir)
+            for listener in self.history_listeners:
+                service.add_listener(listener)
+            return service
+
+        return self._shared(self.history_services, (str(root), str(cache_dir)), make)
+
+    def history_service_of(self, root: Path) -> HistoryService | None:
+        """The service already serving repository `root` (the most recent one), without creating any."""
+        with self._lock:
+            found = [s for (r, _), s in self.history_services.items() if r == str(root)]
+        return found[-1] if found else None
 
     def _shared(self, registry: dict[K, V], key: K, factory: Callable[[], V]) -> V:
         with self._lock:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from nagent_lsp import __version__
+from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.llm.openai_chat import strip_userinfo
 from nagent_lsp.operations.session import Session
 
@@ -21,4 +24,15 @@ def status(session: Session) -> dict[str, Any]:
         "configSources": list(session.config_sources),
         "workspaceFolders": [str(p) for p in session.workspace_folders],
         "settings": {**s.public(), "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None},
+        "history": history_status(session),
     }
+
+
+def history_status(session: Session) -> dict[str, Any]:
+    """`{state, commits?, error?}` of the history index of the workspace's repository (its first folder's).
+    "idle": nothing has asked for history there yet (or the folder is not in a repository); a status request never
+    starts a build."""
+    folders = session.workspace_folders
+    top = git_toplevel(str(folders[0])) if folders else None
+    service = session.history_service_of(Path(os.path.realpath(top))) if top else None
+    return service.status() if service is not None else {"state": "idle"}

@@ -1,18 +1,24 @@
-"""textDocument/hover (the history card), `nagent.history` and `nagent.coedits`."""
+"""textDocument/hover (the history card), `nagent.history` and `nagent.coedits`, and the history index's build
+progress as `$/progress`."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
+from nagent_lsp.core.identity import uri_to_path
+from nagent_lsp.core.ports import Progress
 from nagent_lsp.lsp.commands import register_command
+from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
+
+if TYPE_CHECKING:
+    from nagent_lsp.history.service import HistoryEvent, HistoryService
 
 log = logging.getLogger("nagent_lsp")
 
@@ -24,13 +30,11 @@ log = logging.getLogger("nagent_lsp")
 def register(server: NagentServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: NagentServer, params: types.HoverParams) -> types.Hover | None:
-        uri = params.text_document.uri
-        fs_path = to_fs_path(uri) if uri.startswith("file:") else None
-        if not fs_path:
+        path = uri_to_path(params.text_document.uri)  # the path's exact bytes, UTF-8 or not
+        if path is None:
             return None
         from nagent_lsp.operations import history
 
-        path = Path(fs_path)
         line = params.position.line + 1
         try:
             # warm answers are memory lookups; a thread keeps a cold first query's git call off the event loop
@@ -54,3 +58,44 @@ def register(server: NagentServer) -> None:
 
     register_command(server, "nagent.history", HistoryArgs, run_history)
     register_command(server, "nagent.coedits", CoeditsArgs, run_coedits)
+    server.session.history_listeners.append(BuildProgress(server))
+
+
+class BuildProgress:
+    """A history service's build events (from its worker threads) as one `$/progress` per build: begin, reports,
+    end, in order, through the event loop. Nothing is sent to a client without work-done progress support."""
+
+    def __init__(self, server: NagentServer):
+        self.server = server
+        self.port = LspPort(server)
+        self.chains: dict[int, asyncio.Future[None]] = {}  # per service: the last event's task (events stay in order)
+        self.shown: dict[int, Progress] = {}
+
+    def __call__(self, service: HistoryService, event: HistoryEvent) -> None:
+        loop = self.server.loop
+        if loop is None or loop.is_closed() or not self.server.client_ready:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: shutting down
+            loop.call_soon_threadsafe(self._chain, id(service), event)
+
+    def _chain(self, key: int, event: HistoryEvent) -> None:
+        previous = self.chains.get(key)
+        self.chains[key] = asyncio.ensure_future(self._show(previous, key, event))
+
+    async def _show(self, previous: asyncio.Future[None] | None, key: int, event: HistoryEvent) -> None:
+        if previous is not None:
+            with contextlib.suppress(Exception):
+                await previous
+        try:
+            progress = self.shown.get(key)
+            if event.kind in ("begin", "report") and progress is None:
+                progress = self.shown[key] = await self.port.begin_progress(event.title, cancellable=False)
+            if progress is None:
+                return
+            if event.kind == "report":
+                self.port.report_progress(progress, event.message)
+            elif event.kind == "end":
+                del self.shown[key]
+                self.port.end_progress(progress, event.message)
+        except Exception as exc:  # noqa: BLE001 - progress is a courtesy; history works without it
+            log.debug("history progress not shown: %s", exc)

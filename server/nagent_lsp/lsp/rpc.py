@@ -211,18 +211,29 @@ def describe_params_error(exc: BaseException, raw: Any = None, *, limit: int = 3
 
 
 def salvage_id(text: str, scan_limit: int = 1 << 20) -> tuple[bool, Any]:
-    """(found, id) of the top-level object's "id" member, looking at most `scan_limit` characters in."""
+    """(found, id) of a request `json.loads` could not read (nested too deeply, or cut short): the top-level
+    object's "id" member, found only when the object also has a top-level "method" (a request, not a response);
+    at most `scan_limit` characters are looked at."""
     depth = 0
     window = text[:scan_limit]
+    found: tuple[bool, Any] = (False, None)
+    has_method = False
     for token in _TOKEN.finditer(window):
         value = token.group()
         if value in "[{":
             depth += 1
         elif value in "]}":
             depth -= 1
-        elif depth == 1 and value == '"id"' and (after := _SCALAR.match(window, token.end())):
-            try:
-                return True, json.loads(after.group(1))
-            except ValueError:
-                return False, None
-    return False, None
+        elif depth == 1 and (after := _SCALAR.match(window, token.end())) is not None:
+            if value == '"method"':
+                has_method = True
+            elif value == '"id"' and not found[0]:
+                try:
+                    found = (True, json.loads(after.group(1)))
+                except ValueError:
+                    return False, None
+        elif depth == 1 and value == '"method"' and window[token.end() :].lstrip().startswith(":"):
+            has_method = True
+        if found[0] and has_method:
+            return found
+    return (False, None)

@@ -157,7 +157,12 @@ class NagentProtocol(LanguageServerProtocol):
                 return body[at:]
             where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            self._reply(None, PARSE_ERROR, f"Parse error: the message is not valid JSON ({reason}{where})")
+            found, msg_id = salvage_id(text)  # a request cut short still names its id: answer that id
+            self._reply(
+                _echo_id(msg_id) if found else None,
+                PARSE_ERROR,
+                f"Parse error: the message is not valid JSON ({reason}{where})",
+            )
             return None
         self._dispatch(data)
         return None
@@ -241,6 +246,9 @@ class NagentProtocol(LanguageServerProtocol):
                 SERVER_NOT_INITIALIZED,
                 f"The server is not initialized yet: send initialize before {shown(method)}",
             )
+            return
+        if method == types.INITIALIZE and self._initialize_seen:
+            self._reply(msg_id, INVALID_REQUEST, "Invalid request: the server is already initialized")
             return
         if not self._has_handler(method):
             self._reply(msg_id, METHOD_NOT_FOUND, f"Method not found: nagent-lsp does not implement {shown(method)}")

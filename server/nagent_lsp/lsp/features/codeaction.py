@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import asyncio
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
+from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
@@ -29,15 +29,19 @@ def register(server: NagentServer) -> None:
     register_command(server, "nagent.instruction.apply", InstructionArgs, run)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS))
-    def code_actions(ls: NagentServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_actions(ls: NagentServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         from nagent_lsp.operations.code_actions import offers
 
         uri, rng = params.text_document.uri, params.range
-        path = to_fs_path(uri)
-        if not path:
+        path = uri_to_path(uri)
+        if path is None or "\x00" in str(path):
             return []
-        lines = ls.workspace.get_text_document(uri).lines
+        # Only an open document's lines: pygls would read an unopened one from disk, whatever it is (/dev/zero).
+        document = ls.workspace.text_documents.get(uri)
+        lines = list(document.lines) if document is not None else []
         start, end = (rng.start.line, rng.start.character), (rng.end.line, rng.end.character)
+        # The offers stat files and load split indexes: a worker thread keeps that off the event loop.
+        found = await asyncio.to_thread(offers, ls.session, uri, path, lines, start, end)
         return [
             types.CodeAction(
                 title=offer.title,
@@ -45,5 +49,5 @@ def register(server: NagentServer) -> None:
                 command=types.Command(title=offer.title, command=offer.command, arguments=[offer.argument]),
                 is_preferred=offer.preferred or None,
             )
-            for offer in offers(ls.session, uri, Path(path), lines, start, end)
+            for offer in found
         ]

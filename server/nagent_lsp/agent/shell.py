@@ -48,8 +48,10 @@ DRAIN_GRACE = 0.5  # seconds to keep reading the output once everything the comm
 EXIT_GRACE = 5.0  # seconds to wait for a SIGKILLed process to be reaped (the kernel takes microseconds)
 RUN_TAG = "NAGENT_SHELL_RUN"  # without a namespace: marks every process of one command through its environment
 ISOLATION_SWITCH = "NAGENT_LSP_SHELL_ISOLATION"  # "off": never use a namespace (diagnostics, tests of the fallback)
-# Capabilities a root command loses: mounting (unmounting its /proc to see the host's), ptrace, raw memory, modules.
+# Capabilities a root command loses: mounting (unmounting its /proc to see the host's), ptrace, raw memory, modules;
+# bpf and perfmon where the kernel and setpriv know them (5.8+), else the first four alone.
 DROPPED_CAPS = ("sys_admin", "sys_ptrace", "sys_module", "sys_rawio", "bpf", "perfmon")
+ESSENTIAL_CAPS = DROPPED_CAPS[:4]
 
 # PID 1 of the namespace: runs the command ($1) with the report descriptor ($2) closed, then writes to that
 # descriptor how many processes the command left running (the kernel kills them when this shell exits). Its own
@@ -365,10 +367,11 @@ def _probe() -> list[str] | None:
         return None
     base = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
     users = [[]] if root else [["--user", "--map-current-user"], ["--user", "--map-root-user"]]
-    drop = [setpriv, "--bounding-set=" + ",".join(f"-{c}" for c in DROPPED_CAPS), "--"] if setpriv else []
+    cap_sets = (DROPPED_CAPS, ESSENTIAL_CAPS) if setpriv else ((),)
     check = '[ "$$" = 1 ] && ! umount /proc 2>/dev/null'
     problem = ""
-    for user in users:
+    for user, caps in ((u, c) for u in users for c in cap_sets):
+        drop = [setpriv, "--bounding-set=" + ",".join(f"-{c}" for c in caps), "--"] if setpriv and caps else []
         prefix = [*base[:1], *user, *base[1:], *drop]
         try:
             done = subprocess.run(

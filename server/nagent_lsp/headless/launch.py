@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from nagent_lsp.core.secret_env import hold, is_key_like
+from nagent_lsp.core.secret_env import hideable, hold, is_key_like
 
 HANDOVER = "NAGENT_LSP_SECRETS_FD"  # names the inherited pipe's fd in the re-executed process
 _QUICK = frozenset({"--version", "-h", "--help"})  # these exit at once and read no key: not worth an exec
@@ -59,13 +59,20 @@ def secure_start(argv: list[str] | None = None) -> None:
 def secret_names(environ: os._Environ[str] | dict[str, str]) -> list[str]:
     """The variables present that must not stay in the environment."""
     configured = _configured_key_names()
-    return sorted(name for name, value in environ.items() if value and (is_key_like(name) or name in configured))
+    return sorted(
+        name
+        for name, value in environ.items()
+        if value and hideable(name) and (is_key_like(name) or name in configured)
+    )
 
 
 def _configured_key_names() -> set[str]:
     """`apiKeyEnv` (top level and in `models` profiles) of the config files the server will read first."""
     paths = [os.path.join(os.path.expanduser("~"), ".nagent", "config.json")]
-    folder = os.getcwd()
+    try:
+        folder = os.getcwd()
+    except OSError:  # started in a folder that no longer exists
+        return set()
     while True:
         paths.append(os.path.join(folder, ".nagent", "config.json"))
         parent = os.path.dirname(folder)

@@ -113,12 +113,15 @@ class NagentProtocol(LanguageServerProtocol):
             return
         if data[:1] in (b"{", b"["):  # a body whose header was lost or lacked Content-Length: try it as a message
             try:
-                message = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+                message, end = json.JSONDecoder(parse_constant=_no_constant).raw_decode(data.decode("utf-8"))
             except (ValueError, RecursionError):
-                message = None
+                message, end = None, 0
             if isinstance(message, (dict, list)):
                 log.warning("a message arrived without a valid Content-Length header; handled anyway")
                 self._dispatch(message)
+                rest = data.decode("utf-8")[end:].strip()
+                if rest:
+                    self._handle_junk(Junk(rest.encode("utf-8"), junk.reason))
                 return
         log.warning("ignored %d bytes that were not a JSON-RPC message (%s)", len(data), junk.reason)
         self._reply(

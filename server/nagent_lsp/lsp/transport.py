@@ -25,6 +25,7 @@ READ_SIZE = 64 * 1024
 
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*\r?$", re.IGNORECASE)
 _OTHER_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:[^\r\n]*\r?")
+_GLUED_HEADER = re.compile(rb"content-(?:length|type)[ \t]*:", re.IGNORECASE)  # LSP's two headers, anywhere
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,12 @@ class Framer:
         if _OTHER_HEADER.fullmatch(line):
             self._headers_seen = True
             return None
+        glued = _GLUED_HEADER.search(line, 1)
+        if glued is not None:  # a body without its header, glued to the next message's first header
+            self._length = None
+            self._headers_seen = False
+            self._add_junk(line[: glued.start()], "bytes outside any message")
+            return self._header_line(line[glued.start() :])
         # Not a header: whatever header block was being read is broken.
         self._length = None
         self._headers_seen = False

@@ -90,7 +90,13 @@ class RawServer:
         for thread in self._threads:
             thread.start()
         threading.Thread(target=self._write_replies, name="abuse-replier", daemon=True).start()
+        threading.Thread(target=self._reap, name="abuse-reaper", daemon=True).start()
         return self
+
+    def _reap(self) -> None:
+        assert self.process is not None
+        self.process.wait()
+        self._wake()  # whoever waits for an answer learns the server is gone
 
     def _write_replies(self) -> None:
         while (data := self._replies.get()) is not None:

@@ -417,7 +417,7 @@ class NagentProtocol(LanguageServerProtocol):
             return
         try:
             body = json.dumps(data, default=self._serialize_message)
-        except (TypeError, ValueError, RecursionError) as exc:
+        except Exception as exc:  # TypeError, ValueError, RecursionError, pygls' AttributeError for a plain object
             log.error("could not encode a message for the client: %s", one_line(exc))
             msg_id = getattr(data, "id", None) if not isinstance(data, dict) else data.get("id")
             if msg_id is None or (getattr(data, "method", None) if not isinstance(data, dict) else data.get("method")):

@@ -1,12 +1,19 @@
-"""The one module that imports GitPython. Every call here is ONE git process, its output streamed.
+"""The one module that runs git. Every call here is ONE git process, its output streamed.
 
-Why streaming through `Git.execute(..., as_process=True)`: the history pass on a big repository prints hundreds of
-megabytes; parsing while git still walks keeps both cores busy and memory flat. Never one process per commit.
+Why streaming: the history pass on a big repository prints hundreds of megabytes; parsing while git still walks
+keeps both cores busy and memory flat. Never one process per commit.
+
+Why `subprocess` and not GitPython's `Git.execute(..., as_process=True)`, which this module used before: that call
+is a thin wrapper over the same Popen, and importing GitPython cost 40-90 ms on the first history request of a
+server (a third of the cold `nagent.history` budget on git.git, measured against nagent's own sequence). The process
+model DESIGN §6 asks for is unchanged: one streamed `git` process per query, never `iter_commits` + `stats`.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -39,45 +46,47 @@ class GitRepository:
     """A work tree; `root` is its toplevel. Cheap to create (no process)."""
 
     def __init__(self, root: Path | str):
-        # Imported here, not at module level: GitPython costs ~85 ms to import, which server start-up and the
-        # commands that never run git (status, split, edit without history) should not pay.
-        import git as gitpython
-
         self.root = Path(root)
-        self._git = gitpython.Git(str(self.root))
 
     # -- streaming -----------------------------------------------------------------------------------------------
     def stream(self, args: list[str], stdin: bytes | None = None) -> Iterator[bytes]:
-        """Yield stdout of `git <args>` in chunks as git produces it; raises GitError on a non-zero exit."""
-        proc = self._git.execute(
-            ["git", *_CONFIG, *args],
-            as_process=True,
-            istream=subprocess.PIPE if stdin is not None else None,
-            env={"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
-        )
-        raw = proc.proc
-        assert raw is not None and raw.stdout is not None  # as_process=True always starts the process
-        try:
-            if stdin is not None and raw.stdin is not None:
-                raw.stdin.write(stdin)
-                raw.stdin.close()
-            out = raw.stdout
-            while True:
-                chunk = out.read1(CHUNK) if hasattr(out, "read1") else out.read(CHUNK)
-                if not chunk:
-                    break
-                yield chunk
-            err = raw.stderr.read() if raw.stderr else b""
-            code = raw.wait()
-        finally:
-            if raw.poll() is None:
-                raw.kill()
-                raw.wait()
-            for pipe in (raw.stdout, raw.stderr):
-                if pipe:
-                    pipe.close()
-        if code != 0:
-            raise GitError(f"git {' '.join(args[:3])} failed ({code}): {err.decode('utf-8', 'replace').strip()}")
+        """Yield stdout of `git <args>` in chunks as git produces it; raises GitError on a non-zero exit. Closing
+        the generator early (a cancelled build) kills the process."""
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+        with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git's stderr can never fill up and block it
+            try:
+                raw = subprocess.Popen(
+                    ["git", *_CONFIG, *args],
+                    cwd=self.root,
+                    env=env,
+                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                )
+            except OSError as exc:
+                raise GitError(f"cannot run git: {exc}") from exc
+            assert raw.stdout is not None
+            try:
+                if stdin is not None and raw.stdin is not None:
+                    raw.stdin.write(stdin)
+                    raw.stdin.close()
+                out = raw.stdout
+                read = getattr(out, "read1", out.read)  # a BufferedReader: whatever is there, up to CHUNK
+                while True:
+                    chunk = read(CHUNK)
+                    if not chunk:
+                        break
+                    yield chunk
+                code = raw.wait()
+            finally:
+                if raw.poll() is None:
+                    raw.kill()
+                    raw.wait()
+                raw.stdout.close()
+            if code != 0:
+                errors.seek(0)
+                message = errors.read(4000).decode("utf-8", "replace").strip()
+                raise GitError(f"git {' '.join(args[:3])} failed ({code}): {message}")
 
     def run(self, args: list[str], stdin: bytes | None = None) -> bytes:
         return b"".join(self.stream(args, stdin))

@@ -30,8 +30,8 @@ eval: the cache folder lives inside a repository a stranger may have prepared, s
 
 from __future__ import annotations
 
-import heapq
 import json
+import struct
 import sys
 from array import array
 from bisect import bisect_left
@@ -74,9 +74,14 @@ class CommitRef:
 @dataclass(frozen=True)
 class Lineage:
     path: bytes
-    commits: tuple[CommitRef, ...]  # newest first
+    commits: tuple[CommitRef, ...]  # newest first: all of them, or the first `window` asked for
     names: frozenset[bytes]  # the current name and every former name reached
     complete: bool  # False when cut at a limit with older commits left
+    ids: tuple[int, ...] = ()  # every commit found, newest first (`commits` may hold only the first of them)
+
+    @property
+    def total(self) -> int:
+        return max(len(self.ids), len(self.commits))
 
 
 class View:
@@ -119,7 +124,7 @@ class HashLookup:
         self.recent: dict[bytes, int] = {}
 
     def rebuild(self, hashes: bytearray, count: int) -> None:
-        prefix = [int.from_bytes(hashes[i * HASH : i * HASH + 8], "big") for i in range(count)]
+        prefix = [key for (key,) in struct.iter_unpack(">Q12x", memoryview(hashes)[: count * HASH])]
         order = sorted(range(count), key=prefix.__getitem__)
         self.keys = array("Q", [prefix[i] for i in order])
         self.ids = array("I", order)
@@ -329,34 +334,38 @@ class RepoIndex:
         return mask
 
     def _paint(self, old: int, new: int) -> tuple[list[int], list[int]]:
-        """(commits only `old` reaches, commits only `new` reaches): walk down from both in descending id order
-        (parents have smaller ids) until every commit still queued is reached by both."""
+        """(commits only `old` reaches, commits only `new` reaches): one pass down the ids from the newer of the
+        two (parents have smaller ids), carrying "reached from old" (1) and "from new" (2) to parents, until no
+        commit below is reached from one side only."""
         if old == new:
             return [], []
-        flags = {old: 1, new: 2}
-        heap = [-old, -new]
-        heapq.heapify(heap)
-        undecided = 2  # queued commits not yet known to be reached by both
+        flags = bytearray(max(old, new) + 1)
+        flags[old], flags[new] = 1, 2
+        undecided = 2  # commits below the scan reached from one side only
         only_old: list[int] = []
         only_new: list[int] = []
-        while heap and undecided:
-            c = -heapq.heappop(heap)
-            f = flags[c]
-            if f != 3:
-                undecided -= 1
-                (only_old if f == 1 else only_new).append(c)
-            for p in self.parents_of(c):
-                before = flags.get(p, 0)
-                after = before | f
-                if before == 0:
-                    flags[p] = after
-                    heapq.heappush(heap, -p)
-                    if after != 3:
-                        undecided += 1
-                elif after != before:
-                    flags[p] = after
-                    if after == 3:
-                        undecided -= 1
+        p1, p2, more = self.parent1, self.parent2, self.more_parents
+        cid = max(old, new)
+        while undecided and cid >= 0:
+            f = flags[cid]
+            if f:
+                if f != 3:
+                    undecided -= 1
+                    (only_old if f == 1 else only_new).append(cid)
+                a = p1[cid]
+                if a >= 0:
+                    parents = (a,) if p2[cid] < 0 else (a, p2[cid], *more.get(cid, ()))
+                    for p in parents:
+                        before = flags[p]
+                        after = before | f
+                        if after != before:
+                            flags[p] = after
+                            if before == 0:
+                                if after != 3:
+                                    undecided += 1
+                            elif after == 3:
+                                undecided -= 1
+            cid -= 1
         return only_old, only_new
 
     def view_for(self, head: str | None) -> View | None:
@@ -398,14 +407,19 @@ class RepoIndex:
             self.tips = [view.head, *(t for t in self.tips if t != view.head)][:TIPS]
 
     # -- queries --------------------------------------------------------------------------------------------------
-    def lineage(self, path: bytes, limit: int | None = None, view: View | None = None) -> Lineage:
-        """The file's commits newest first, following renames backwards; at most `limit` commits."""
+    def lineage(
+        self, path: bytes, limit: int | None = None, view: View | None = None, window: int | None = None
+    ) -> Lineage:
+        """The file's commits newest first, following renames backwards; at most `limit` commits. Only the first
+        `window` become `CommitRef`s (a hot file has thousands; the ids of all are in `ids`)."""
         has = (view or self.view).has
-        out: list[CommitRef] = []
+        ids_out: list[int] = []
+        names_out: list[int] = []  # the path id each commit saw the file under
         names: set[bytes] = {path}
         pid = self.path_ids.get(path)
         upper = len(self)
         hops = 0
+        complete = True
         while pid is not None and hops < MAX_RENAME_HOPS:
             hops += 1
             ids = self.by_path.get(pid, _EMPTY)
@@ -415,22 +429,39 @@ class RepoIndex:
             while k >= 0 and not has(renames[k][0]):
                 k -= 1
             floor_id, old = renames[k] if k >= 0 else (-1, None)
-            raw = self.paths[pid]
-            shown = display(raw)
             i = bisect_left(ids, upper) - 1
             lo = bisect_left(ids, floor_id) if floor_id >= 0 else 0
             while i >= lo:
                 c = ids[i]
                 if has(c):
-                    if limit is not None and len(out) >= limit:
-                        return Lineage(path, tuple(out), frozenset(names), False)
-                    out.append(self.ref(c, raw, shown))
+                    if limit is not None and len(ids_out) >= limit:
+                        complete = False
+                        break
+                    ids_out.append(c)
+                    names_out.append(pid)
                 i -= 1
-            if old is None:
+            if old is None or not complete:
                 break
             names.add(self.paths[old])
             pid, upper = old, floor_id
-        return Lineage(path, tuple(out), frozenset(names), True)
+        shown: dict[int, str] = {}
+        refs = []
+        for c, p in zip(ids_out[:window] if window is not None else ids_out, names_out, strict=False):
+            text = shown.get(p)
+            if text is None:
+                text = shown[p] = display(self.paths[p])
+            refs.append(self.ref(c, self.paths[p], text))
+        return Lineage(path, tuple(refs), frozenset(names), complete, tuple(ids_out))
+
+    def authors_of(self, ids: Iterable[int]) -> list[tuple[str, str, int]]:
+        """(name, email, commits) of these commits' authors: most commits first, then by name, then e-mail."""
+        counts: dict[int, int] = {}
+        author = self.author
+        for c in ids:
+            a = author[c]
+            counts[a] = counts.get(a, 0) + 1
+        people = [(*self.person_text(a), n) for a, n in counts.items()]
+        return sorted(people, key=lambda p: (-p[2], p[0].lower(), p[1]))
 
     def canonical(self, pid: int, cid: int, view: View | None = None) -> int:
         """The name path `pid` (as seen in commit `cid`) has now, following later renames in the view forward."""

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from nagent_lsp.config.settings import HistorySettings
-from nagent_lsp.history import render
 from nagent_lsp.history.blame import (
     Blame,
     advance,
@@ -67,11 +66,14 @@ SUMMARY_BATCH = 20  # commits per model request
 EXCERPT_CHARS = 4000  # diff excerpt per commit sent to the model
 HOVER_WAIT = 0.25  # a hover waits at most this long for git (an update after HEAD moved, a first page), then answers
 HOVER_STALE_WAIT = HOVER_WAIT  # the name callers used before
-BLAME_WAIT = 0.05  # a hover waits this long for a blame it has just started (small files finish; big ones do not)
+BLAME_WAIT = 0.05  # a hover waits this long for a blame it has just started, when it is quick (see SMALL_FILE)
+SMALL_FILE = 16 * 1024  # a file this small usually blames in a few ms; a bigger one is never waited for
+FIRST_ANSWER_WAIT = 1.0  # a cold build starts after the first request's answer, or after this many seconds
+LOAD_WAIT = 2.0  # a command waits this long for a persisted index being loaded before it asks git itself
 UPDATE_GRACE = 0.1  # after HEAD moved, a hover gives the index update this long before also asking for a page
 FIRST_PAGE = 50  # commits of the per-file query before the index is ready (nagent's own window)
 MAX_FALLBACK_HOPS = 8  # renames followed by per-file queries before the index exists
-COMPACT_SEGMENTS = 64  # the index file is rewritten as one segment after this many appends
+COMPACT_SEGMENTS = 1000  # the index file is rewritten as one segment after this many appends (~0.1 s of load)
 RETRY_FAILED = 30.0  # seconds before a failed build is tried again
 PROGRESS_EVERY = 0.5  # seconds between progress reports while building
 PROGRESS_FROM = 1000  # a build shows progress once it has read this many commits (small ones finish unseen)
@@ -79,6 +81,7 @@ ENTRY_CACHE = 256  # per-file answers kept (each holds at most maxCommits commit
 PAGE_CACHE = 128  # per-file first pages kept
 BLAME_LINES = 2_000_000  # line entries of blame kept (about 8 MB), whatever the number of HEADs and files
 BLAME_FILES = 256
+BLAME_HEADS = 3  # blames kept per file (the HEADs it was asked at most recently): enough to switch back and forth
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -113,6 +116,13 @@ class LRU(Generic[K, V]):
         ):
             _, (_, dropped) = self._data.popitem(last=False)
             self.total -= dropped
+
+    def pop(self, key: K) -> V | None:
+        hit = self._data.pop(key, None)
+        if hit is None:
+            return None
+        self.total -= hit[1]
+        return hit[0]
 
     def items(self) -> list[tuple[K, V]]:
         return [(k, v) for k, (v, _) in self._data.items()]
@@ -217,6 +227,8 @@ class HistoryService:
         self._started = False
         self._closed = False
         self._pending: Future | None = None
+        self._loaded = threading.Event()  # the persisted index has been read (or found missing or unreadable)
+        self._first_answer = threading.Event()  # the first request has its answer: a cold build may start
         self._marks: Marks | None = None  # what the index file holds; None: no file of ours yet
         self._file_size = 0
         self._segments = 0
@@ -241,14 +253,19 @@ class HistoryService:
         self._ignore_revs: frozenset[str] = frozenset()
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
-    def start(self, build: bool = True) -> Future:
-        """Load the persisted index (bringing it up to HEAD), else build it (when `build`), in the background."""
+    def start(self, build: bool = True, *, after_first_answer: bool = False) -> Future:
+        """Load the persisted index (bringing it up to HEAD), else build it (when `build`), in the background.
+        `after_first_answer`: a cold build waits (at most FIRST_ANSWER_WAIT) until the request that started it has
+        its answer, so that request's own git query has the machine to itself."""
         with self._lock:
             retry = self._state == "failed" and time.monotonic() - self._failed_at > RETRY_FAILED
             if self._started and self._pending is not None and not retry:
                 return self._pending
             self._started = True
             self._state = "building" if self._index is None else self._state
+            self._loaded.clear()
+            if not after_first_answer:
+                self._first_answer.set()
             self._pending = self._index_pool.submit(self._load_or_build, build)
             return self._pending
 
@@ -260,7 +277,7 @@ class HistoryService:
         """Before a query: a long-lived server starts (or keeps) the background build; a one-shot process loads
         the persisted index once and never builds."""
         if background:
-            self.start(build=True)
+            self.start(build=True, after_first_answer=True)
         elif not self._started:
             self.load_now()
 
@@ -343,7 +360,10 @@ class HistoryService:
         began = time.monotonic()
         try:
             head = read_head(self.root)
-            loaded = self._load()
+            try:
+                loaded = self._load()
+            finally:
+                self._loaded.set()
             if loaded is not None:
                 self.counters.loads += 1
                 self._install(loaded)
@@ -352,6 +372,9 @@ class HistoryService:
                     self._announce(f"loaded in {time.monotonic() - began:.2f} s")
                 return ok
             if build:
+                # the first request's own git query runs alone (both cores, the GIL): the build waits for it
+                self._first_answer.wait(FIRST_ANSWER_WAIT)
+                began = time.monotonic()
                 self._build(head)
                 self._announce(f"built in {time.monotonic() - began:.1f} s")
                 return True
@@ -562,6 +585,14 @@ class HistoryService:
         head = read_head(self.root)
         with self._lock:
             index = self._index
+        if index is None and self._started and not self._loaded.is_set() and self.index_path.exists():
+            # a persisted index is being read (a few hundred ms on git.git): it answers completely, so wait for it
+            # rather than slow it down with a per-file query; a hover that runs out of time says so
+            self._loaded.wait(LOAD_WAIT if sync else max(0.0, deadline - time.monotonic()))
+            with self._lock:
+                index = self._index
+            if index is None and not self._loaded.is_set() and not sync and head is not None:
+                return self._nothing_known(raw, head)
         if index is not None and index.head != head:
             if sync:
                 self.refresh()
@@ -575,8 +606,10 @@ class HistoryService:
             with self._lock:
                 index = self._index
         if index is not None and index.head == head:
+            self._first_answer.set()
             return self._entry_from_index(index, raw, hs)
         if head is None:
+            self._first_answer.set()
             return None
         return self._entry_before_index(raw, head, hs, sync, deadline)
 
@@ -588,7 +621,7 @@ class HistoryService:
             if hit is not None:
                 return hit
             view = index.view
-            lineage = index.lineage(raw, view=view)
+            lineage = index.lineage(raw, view=view, window=hs.maxCommits)
             entry = self._make_entry(index, lineage, view, hs, ignored, drop_dead=True)
             self._entries.put(key, entry)
             return entry
@@ -605,10 +638,14 @@ class HistoryService:
             building = self._state == "building" or self._index is not None
         if page is None:
             future = self._page_future(raw, head, size)
+            # a cold build waits for this first answer (it would halve the speed of the query it waits for)
+            future.add_done_callback(lambda _f: self._first_answer.set())
             try:
                 page = future.result(timeout=None if sync else max(0.0, deadline - time.monotonic()))
             except FutureTimeout:
                 page = None
+        else:
+            self._first_answer.set()
         streamed: _Page | None = None
         if builder is not None:
             commits, _cut = builder.partial(raw, hs.maxCommits)
@@ -617,17 +654,22 @@ class HistoryService:
                 partial.extend_newest_first(commits)
                 partial.head = head
                 lineage = partial.lineage(raw, hs.maxCommits)
-                streamed = _Page(partial, Lineage(lineage.path, lineage.commits, lineage.names, False))
+                streamed = _Page(partial, Lineage(lineage.path, lineage.commits, lineage.names, False, lineage.ids))
         chosen = streamed or page
         if chosen is None:
-            empty = Lineage(raw, (), frozenset({raw}), False)
-            chosen = _Page(RepoIndex(), empty)
+            return self._nothing_known(raw, head)
         entry = self._make_entry(chosen.index, chosen.lineage, None, hs, ignored, drop_dead=False)
         entry.partial = True
         entry.head = head
         if building:
             entry.view = _with_building(entry.view)
         return entry
+
+    def _nothing_known(self, raw: bytes, head: str) -> _Entry:
+        """The answer when nothing about the file is known yet: no commits, not complete, being built."""
+        empty = CoeditTable(0, ())
+        view = HistoryView(display(raw), str(self.root), (), 0, False, empty, building=True)
+        return _Entry(view, [], {}, frozenset({raw}), head, partial=True)
 
     def _page_future(self, raw: bytes, head: str, size: int) -> Future:
         key = (raw, head, size)
@@ -674,7 +716,8 @@ class HistoryService:
             partial.head = head
             lineage = partial.lineage(raw, size)
             page = _Page(
-                partial, Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped)
+                partial,
+                Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped, lineage.ids),
             )
             with self._lock:
                 self._pages.put((raw, head, size), page)
@@ -717,14 +760,14 @@ class HistoryService:
             file=display(lineage.path),
             repository=str(self.root),
             commits=window,
-            total=len(lineage.commits),
+            total=lineage.total,
             complete=lineage.complete,
             coedits=table,
             summary=lambda c: summaries.get(c.hash, c.path),
         )
         return _Entry(
             history,
-            render.authors_of(lineage.commits),
+            [Author(*person) for person in index.authors_of(lineage.ids)],
             {c.hash: c for c in window},
             lineage.names,
             index.head,
@@ -743,11 +786,16 @@ class HistoryService:
         with self._lock:
             known = self._blame.get(key)
             future = self._blame_pending.get(key)
+            quick = False
             if known is None and future is None:
                 known = self._carry_blame(raw, head, entry)
                 if known is None:
-                    future = self._blame_pending[key] = self._blame_pool.submit(self._run_blame, raw, head, entry)
-        if known is None and future is not None and wait > 0:
+                    base = self._advance_base(raw, head, entry)
+                    quick = base is not None or _small(self.root / git_arg(raw))
+                    future = self._blame_pool.submit(self._run_blame, raw, head, entry, base)
+                    self._blame_pending[key] = future
+        # waiting is worth it only for what finishes in a few ms: one commit's diff, or a small file's blame
+        if known is None and future is not None and wait > 0 and quick:
             try:
                 future.result(timeout=wait)
             except Exception:  # noqa: BLE001 - still running: say so in the card
@@ -786,7 +834,7 @@ class HistoryService:
                 continue
             cid = index.lookup(other)
             if cid is not None and index.view.has(cid):
-                self._blame.put((raw, head), cached)
+                self._keep_blame(raw, head, cached)
                 self.counters.blame_reused += 1
                 return cached
         return None
@@ -802,51 +850,38 @@ class HistoryService:
         future.result(timeout)
         return True
 
-    def _advance_from(self, raw: bytes, head: str, entry: _Entry) -> Blame | None:
-        """The blame at `head` from the blame at the previous commit of this file's history, when exactly one new
-        commit (not a merge, not in the ignore list) changed the file since a HEAD we have a blame for."""
+    def _advance_base(self, raw: bytes, head: str, entry: _Entry) -> tuple[str, Blame] | None:
+        """(HEAD, blame) to move forward by one commit's diff: when exactly one new commit (not a merge, not in the
+        ignore list, not a rename) changed the file since a HEAD we have a blame for. Under the lock; no git."""
         commits = entry.view.commits
         if entry.partial or len(commits) < 2 or is_ignored(commits[0].hash, self._ignored()):
             return None
         newest = commits[0]
-        if newest.raw_path != raw:
+        index = self._index
+        if newest.raw_path != raw or index is None or index.head != head or len(index.parents_of(newest.id)) != 1:
             return None
-        with self._lock:
-            index = self._index
-            if index is None or index.head != head:
-                return None
-            candidates = [
-                (other, cached)
-                for (path, other), cached in self._blame.items()
-                if path == raw
-                and cached.blame is not None
-                and cached.newest == commits[1].hash
-                and cached.total == entry.view.total - 1
-            ]
-            base = None
-            parents = index.parents_of(newest.id)
-            for other, cached in reversed(candidates):
-                cid = index.lookup(other)
-                if cid is not None and index.view.has(cid) and cid < newest.id and len(parents) == 1:
-                    base = (other, cached)
-                    break
-        if base is None:
-            return None
-        other, cached = base
-        assert cached.blame is not None
-        self.counters.git_processes += 1
-        hunks = parse_hunks(self.git.diff_zero_context(other, head, git_arg(raw)))
-        self.counters.blame_advanced += 1
-        return advance(cached.blame, hunks, newest.hash)
+        for (path, other), cached in reversed(self._blame.items()):
+            if path != raw or cached.blame is None:
+                continue
+            if cached.newest != commits[1].hash or cached.total != entry.view.total - 1:
+                continue
+            cid = index.lookup(other)
+            if cid is not None and index.view.has(cid) and cid < newest.id:
+                return other, cached.blame
+        return None
 
-    def _run_blame(self, raw: bytes, head: str, entry: _Entry) -> None:
+    def _run_blame(self, raw: bytes, head: str, entry: _Entry, base: tuple[str, Blame] | None) -> None:
         ignore = self.root / ".git-blame-ignore-revs"
         blame: Blame | None = None
         try:
-            try:
-                blame = self._advance_from(raw, head, entry)
-            except GitError as exc:
-                log.debug("advancing the blame of %s failed: %s", display(raw), exc)
+            if base is not None:
+                try:
+                    self.counters.git_processes += 1
+                    hunks = parse_hunks(self.git.diff_zero_context(base[0], head, git_arg(raw)))
+                    blame = advance(base[1], hunks, entry.view.commits[0].hash)
+                    self.counters.blame_advanced += 1
+                except GitError as exc:
+                    log.debug("advancing the blame of %s failed: %s", display(raw), exc)
             if blame is None:
                 self.counters.git_processes += 1
                 self.counters.blame_runs += 1
@@ -857,8 +892,15 @@ class HistoryService:
             blame = None
         newest, total = (None, 0) if entry.partial else self._fingerprint(entry)
         with self._lock:
-            self._blame.put((raw, head), _BlameEntry(blame, newest, total))
+            self._keep_blame(raw, head, _BlameEntry(blame, newest, total))
             self._blame_pending.pop((raw, head), None)
+
+    def _keep_blame(self, raw: bytes, head: str, blame: _BlameEntry) -> None:
+        """Remember a blame (under the lock); a file keeps its BLAME_HEADS most recent ones."""
+        self._blame.put((raw, head), blame)
+        mine = [key for key, _ in self._blame.items() if key[0] == raw]
+        for key in mine[:-BLAME_HEADS]:
+            self._blame.pop(key)
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def request_summaries(self, entry: _Entry, hs: HistorySettings) -> Future | None:
@@ -927,6 +969,13 @@ class HistoryService:
                 text = text[:EXCERPT_CHARS] + f"\n… ({len(text) - EXCERPT_CHARS} more characters not shown)"
             out[sha.decode("ascii", "replace").strip()] = text
         return out
+
+
+def _small(path: Path) -> bool:
+    try:
+        return path.stat().st_size <= SMALL_FILE
+    except OSError:
+        return False
 
 
 def _with_building(view: HistoryView) -> HistoryView:

@@ -6,6 +6,7 @@ Public entry points (others call these):
     history_result(session, HistoryArgs) -> dict                      # nagent.history
     coedits_result(session, CoeditsArgs) -> dict                      # nagent.coedits
     hover_markdown(session, path, line) -> str | None                 # textDocument/hover, line is 1-based
+    warm(session, path)                                               # textDocument/didOpen: index + first page
     file_history_block(session, path, wait_summaries=0.0) -> str      # {file-history} for the edit loop
     render_history_text(result) / render_coedits_text(result) -> str  # the CLI's output
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,7 @@ def hover_markdown(
     *,
     wait: float = HOVER_WAIT,
     blame_wait: float = BLAME_WAIT,
+    started: float | None = None,
 ) -> str | None:
     """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
     reads memory only; it never waits for the model, and for git at most `wait` seconds (after HEAD moved, or
@@ -160,6 +163,8 @@ def hover_markdown(
         return None
     service, rel = found
     hs = session.settings.history
+    if started is not None:  # the budget counts from the request's arrival (imports and start-up included)
+        wait = max(0.0, wait - (time.monotonic() - started))
     entry = service.entry(rel, hs, sync=False, wait=wait)
     if entry is None:
         return None
@@ -172,6 +177,16 @@ def hover_markdown(
     if line is not None:
         commit, state = service.line_commit(rel, line, entry, blame_wait)
     return render.hover_card(entry.view, entry.all_authors, line, commit, state)
+
+
+def warm(session: Session, path: Path) -> None:
+    """A file was opened: start the repository's index (load or build) and the file's first page now, so the
+    first hover finds them ready. Never waits; nothing for a file outside git."""
+    found = service_for(session, path)
+    if found is None:
+        return
+    service, rel = found
+    service.entry(rel, session.settings.history, sync=False, wait=0.0)
 
 
 def file_history_block(session: Session, path: Path, wait_summaries: float = 0.0) -> str:

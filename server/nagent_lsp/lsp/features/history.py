@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -30,6 +32,7 @@ log = logging.getLogger("nagent_lsp")
 def register(server: NagentServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: NagentServer, params: types.HoverParams) -> types.Hover | None:
+        started = time.monotonic()
         path = uri_to_path(params.text_document.uri)  # the path's exact bytes, UTF-8 or not
         if path is None:
             return None
@@ -38,13 +41,20 @@ def register(server: NagentServer) -> None:
         line = params.position.line + 1
         try:
             # warm answers are memory lookups; a thread keeps a cold first query's git call off the event loop
-            text = await asyncio.to_thread(history.hover_markdown, ls.session, path, line)
+            text = await asyncio.to_thread(history.hover_markdown, ls.session, path, line, started=started)
         except Exception:  # noqa: BLE001 - a hover must never turn into an error popup
             log.exception("history hover failed for %s", path)
             return None
         if not text:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def on_open(ls: NagentServer, params: types.DidOpenTextDocumentParams) -> None:
+        # pygls has stored the document already; this only warms history for the first hover, in a thread
+        path = uri_to_path(params.text_document.uri)
+        if path is not None:
+            asyncio.get_running_loop().run_in_executor(None, _warm, ls, path)
 
     def run_history(ls: NagentServer, args: HistoryArgs) -> dict[str, Any]:
         from nagent_lsp.operations import history
@@ -59,6 +69,15 @@ def register(server: NagentServer) -> None:
     register_command(server, "nagent.history", HistoryArgs, run_history)
     register_command(server, "nagent.coedits", CoeditsArgs, run_coedits)
     server.session.history_listeners.append(BuildProgress(server))
+
+
+def _warm(ls: NagentServer, path: Path) -> None:
+    from nagent_lsp.operations import history
+
+    try:
+        history.warm(ls.session, path)
+    except Exception as exc:  # noqa: BLE001 - warming is a courtesy: the hover will try again and report
+        log.debug("history warm-up for %s failed: %s", path, exc)
 
 
 class BuildProgress:

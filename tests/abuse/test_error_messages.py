@@ -192,3 +192,18 @@ def test_a_log_file_rotates(tmp_path: Path) -> None:
                     handler.close()
             each.handlers[:] = handlers
             each.propagate = propagate
+
+
+async def test_errno_prefixes_do_not_reach_the_editor() -> None:
+    from nagent_lsp.core.errors import UserError
+
+    server, capture = started_server()
+
+    def fails(ls: NagentServer, args: PathArgs) -> dict[str, Any]:
+        raise UserError("could not read x.py: [Errno 2] No such file or directory: 'x.py'")
+
+    register_command(server, "nagent.test.errno", PathArgs, fails)
+    params = {"command": "nagent.test.errno", "arguments": [{"uri": "file:///tmp/x"}]}
+    send(server, {"jsonrpc": "2.0", "id": 5, "method": "workspace/executeCommand", "params": params})
+    error = (await answer_of(capture, 5))["error"]
+    assert error == {"code": -32001, "message": "could not read x.py: No such file or directory: 'x.py'"}

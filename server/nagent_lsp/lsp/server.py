@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import queue
+import re
 import sys
 import threading
 import uuid
@@ -56,6 +57,7 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
 SERVER_NOT_INITIALIZED, REQUEST_CANCELLED = -32002, -32800
 MAX_ERROR_MESSAGE = 2000  # characters of an error message sent to the client
 _FRAME_HEADER = b"Content-Length:"
+_ERRNO = re.compile(r"\[Errno -?\d+\] ")
 
 
 def internal_error_message(method: str) -> str:
@@ -374,6 +376,7 @@ class NagentProtocol(LanguageServerProtocol):
             text = str(getattr(error, "message", "") or "")
             if "Traceback (most recent call last)" in text or not text:
                 text = internal_error_message(method)
+            text = _ERRNO.sub("", text)  # "[Errno 2] No such file…" reads as "No such file…"
             code = getattr(error, "code", INTERNAL_ERROR)
             # `data` is dropped: pygls puts a traceback there.
             self._send_data(

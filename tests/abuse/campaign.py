@@ -274,6 +274,8 @@ class Campaign:
         )
         self.server = RawServer(self.scene.ws, env, log_file=self.log_file, verbose=True)
         self.expects: list[Expect] = []
+        self.before = all_paths(self.scene.base)  # what exists before the server runs, and what the campaign adds:
+        self.planted: set[Path] = set()
 
     # -- plumbing -----------------------------------------------------------------------------------------------
 
@@ -504,6 +506,7 @@ class Campaign:
         for entry in original["segments"]:
             (planted.parent / entry["path"]).write_text("print('planted')\n")
         planted.write_text(json.dumps({**original, "source_path": str(outside_target)}))
+        self.planted |= all_paths(planted.parent) | {planted.parent}
         answer = self.command(
             "nagent.patch", {"indexPath": str(planted)}, "patch with an index outside the state root", "indexes"
         )
@@ -530,6 +533,7 @@ class Campaign:
         planted_beside = sub / "index.json"
         entries = [{**original["segments"][0], "path": s.victim.name}]
         planted_beside.write_text(json.dumps({**original, "segments": entries, "source_path": str(s.ws / "util.py")}))
+        self.planted.add(planted_beside)
         answer = self.command(
             "nagent.patch", {"indexPath": str(planted_beside)}, "patch with an index beside a user file", "indexes"
         )
@@ -720,6 +724,15 @@ class Campaign:
     def end(self) -> None:
         alive = self.server.alive() and self.probe("end")
         self.report.alive_at_end = alive
+        s = self.scene
+        allowed = (s.ws / ".nagent", s.home / ".nagent", self.log_file.parent / (self.log_file.name + "."))
+        new = [
+            p
+            for p in all_paths(s.base) - self.before - self.planted
+            if not any(str(p).startswith(str(root)) for root in allowed)
+            and p not in (self.log_file, self.server.stderr_path, s.ws / ".nagent", s.home / ".nagent")
+        ]
+        self.add("nothing is written outside the state roots", "7", not new, f"new paths: {sorted(map(str, new))[:5]}")
         if self.report.peak_rss_mib is None and self.server.alive():
             rss = self.server.peak_rss_kib()
             self.report.peak_rss_mib = round(rss / 1024, 1) if rss else None
@@ -819,6 +832,13 @@ def walk_files(root: Path) -> list[Path]:
                 continue
             if stat.S_ISREG(info.st_mode) and info.st_size <= SCAN_FILE_LIMIT:
                 found.append(path)
+    return found
+
+
+def all_paths(root: Path) -> set[Path]:
+    found: set[Path] = set()
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        found.update(Path(folder, name) for name in (*dirs, *files))
     return found
 
 

@@ -226,6 +226,30 @@ class Fuzzer:
         codes = frozenset({RESULT}) if valid else frozenset({INVALID_PARAMS})
         return self._request("codeAction", "textDocument/codeAction", params, codes, "codeAction")
 
+    def _plausible(self, name: str) -> dict[str, Any]:
+        """An argument shaped as the command expects, with values from the edges: it reaches the operation."""
+        number = self.rng.choice([0, 1, 3, -1, 10**9, 2**31])
+        text = self.rng.choice(["ABUSE:fuzz-edit", "ABUSE:fuzz-edit " + "x" * 3000, "", "ABUSE:fuzz-edit\u0000"])
+        names = ["keep", "../escape", "a/b", "..", "", "n" * 300, "é", ".hidden", "CON"]
+        fields: dict[str, dict[str, Any]] = {
+            "nagent.history": {"maxCommits": number},
+            "nagent.coedits": {"limit": number},
+            "nagent.split": {"targetBytes": number, "natural": self.rng.random() < 0.5},
+            "nagent.conversation.save": {"name": self.rng.choice(names)},
+            "nagent.conversation.load": {"name": self.rng.choice(names)},
+            "nagent.conversation.compact": {"instruction": text},
+            "nagent.instruction.apply": {"line": number},
+            "nagent.edit": {"request": text, "preview": self.rng.random() < 0.5},
+            "nagent.patch": {"indexPath": self.rng.choice(["/", "", "index.json", "/tmp/none/index.json"])},
+        }
+        argument = {"uri": self._uri(), **fields.get(name, {})}
+        if name == "nagent.patch":
+            argument.pop("uri")
+        if name == "nagent.edit" and self.rng.random() < 0.5:
+            a, b = self.rng.choice(POSITIONS_GOOD), self.rng.choice(POSITIONS_GOOD)
+            argument["range"] = {"start": {"line": a, "character": 0}, "end": {"line": b, "character": b}}
+        return argument
+
     def _argument(self) -> Any:
         roll = self.rng.random()
         if roll < 0.6:
@@ -249,6 +273,8 @@ class Fuzzer:
         else:
             arguments = [self._argument() for _ in range(self.rng.choice([0, 1, 1, 1, 2]))]
             codes = COMMAND_ANSWERS
+        if roll > 0.6 and name in COMMANDS:
+            arguments = [self._plausible(name)]
         if name not in COMMANDS:
             codes = frozenset({INVALID_PARAMS})  # pygls: an unknown command is an invalid params
         if name in ("nagent.edit", "nagent.summarize", "nagent.instruction.apply") or name.startswith(

@@ -255,3 +255,41 @@ def test_after_shutdown_requests_are_refused_and_exit_ends_the_server(tmp_path: 
     assert code == -32600 and "shutting down" in text
     raw.notify("exit")
     assert raw.stop() == 0
+
+
+def test_over_tcp_junk_is_answered_and_exit_ends_the_server(tmp_path: Path, isolated_home: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-m", "nagent_lsp", "--tcp", "--port", str(port), "-v"]
+    process = subprocess.Popen(argv, cwd=tmp_path, env=server_env(isolated_home, {}), stderr=subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        for line in iter(process.stderr.readline, b""):  # the server says when it listens
+            if b"serving on" in line:
+                break
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+            init = {"processId": None, "rootUri": None, "capabilities": {}}
+            conn.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+            conn.sendall(b"junk\r\n" + frame({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover"}))
+            conn.sendall(
+                b"Content-Type: x\r\n\r\n" + json.dumps({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}).encode()
+            )
+            conn.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
+            received = b""
+            while chunk := conn.recv(65536):
+                received += chunk
+        bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in received.split(b"Content-Length: ")[1:]]
+        by_id = {b.get("id"): b for b in bodies}
+        assert by_id[None]["error"]["code"] == -32700
+        assert by_id[2]["error"]["code"] == -32602
+        assert by_id[3]["result"] is None
+        assert process.wait(60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()

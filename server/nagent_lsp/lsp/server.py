@@ -522,10 +522,16 @@ class NagentServer(LanguageServer):
     def start_tcp(self, host: str, port: int) -> None:
         self._stop_event = stop = threading.Event()
 
+        exit_code: list[Any] = []
+
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.protocol.set_writer(writer)
-            await serve(lambda: reader.read(READ_SIZE), self.nagent_protocol.handle_event, stop.is_set)
-            self.shutdown()
+            try:
+                await serve(lambda: reader.read(READ_SIZE), self.nagent_protocol.handle_event, stop.is_set)
+            except SystemExit as exit_:  # the `exit` notification: end the server, not just this connection
+                exit_code.append(exit_.code)
+            finally:
+                self.shutdown()
 
         async def main() -> None:
             self._server = server = await asyncio.start_server(connection, host, port)
@@ -537,6 +543,8 @@ class NagentServer(LanguageServer):
             asyncio.run(main())
         except asyncio.CancelledError:
             pass
+        if exit_code:
+            raise SystemExit(exit_code[0])
 
     def folder_paths(self) -> list[Path]:
         try:

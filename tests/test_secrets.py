@@ -251,3 +251,38 @@ async def _status_when(editor, condition) -> dict:
             return status
         await asyncio.sleep(0.05)
     return status
+
+
+def test_hand_over_reads_only_its_pipe(tmp_path: Path) -> None:
+    """The re-executed process reads the secrets from the inherited pipe and closes it; a variable pointing at
+    the LSP stream or a regular file is ignored and that descriptor left alone."""
+    from nagent_lsp.headless.launch import _receive
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"OPENAI_API_KEY=sk-a=b\0GH_TOKEN=t\0")
+    os.close(write_end)
+    assert _receive(str(read_end)) == {"OPENAI_API_KEY": "sk-a=b", "GH_TOKEN": "t"}
+    with pytest.raises(OSError):
+        os.fstat(read_end)  # closed
+    regular = tmp_path / "f"
+    regular.write_text("OPENAI_API_KEY=x\0")
+    with open(regular, "rb") as f:
+        assert _receive(str(f.fileno())) == {}
+        os.fstat(f.fileno())  # still open
+    assert _receive("0") == {} and _receive("not a number") == {}
+
+
+def test_start_up_hides_configured_names_but_never_path(
+    tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nagent_lsp.headless.launch import secret_names
+
+    (isolated_home / ".nagent").mkdir(exist_ok=True)
+    (isolated_home / ".nagent" / "config.json").write_text(json.dumps({"apiKeyEnv": "PATH"}))
+    repo = tmp_path / "repo" / "sub"
+    (tmp_path / "repo" / ".nagent").mkdir(parents=True)
+    (tmp_path / "repo" / ".nagent" / "config.json").write_text(json.dumps({"models": {"m": {"apiKeyEnv": "TEAM_LLM"}}}))
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    env = {"PATH": "/bin", "TEAM_LLM": "v", "OTHER": "o", "X_TOKEN": "t", "EMPTY_KEY": ""}
+    assert secret_names(env) == ["TEAM_LLM", "X_TOKEN"]

@@ -141,6 +141,7 @@ async def test_non_utf8_history_end_to_end_and_index_persisted_across_restart(re
         async def ready() -> bool:
             return (await editor.command("nagent.status"))["history"]["state"] == "ready"
 
+        assert (await editor.command("nagent.status"))["history"] == {"state": "idle"}  # nothing asked yet
         # the first request may be answered before the index is ready (a first page): the same data either way
         first = await editor.command("nagent.history", {"uri": app_uri})
         assert [c["hash"] for c in first["commits"]] == [h["both"], h["odd"], h["start"]]
@@ -322,6 +323,23 @@ def test_day_one_partial_answers_refine_and_never_claim_completeness(tmp_path, m
     assert "building" not in render.hover_card(done.view, done.all_authors)
     assert service.status() == {"state": "ready", "commits": 12}
     assert [e.kind for e in events] == []  # 12 commits: too small to show progress
+    service.close()
+
+
+def test_first_pages_keep_git_bytes_before_the_index_exists(repo, tmp_path) -> None:
+    root, h = repo
+    service = HistoryService(root, tmp_path / "cache")  # never started: per-file pages only
+    odd = service.entry(os.fsdecode(ODD_PATH), HistorySettings())
+    assert odd.partial and odd.view.file == "data/résumé.txt"
+    assert [(c.hash, c.author, c.path) for c in odd.view.commits] == [
+        (h["jorg"], "Jörg", "data/résumé.txt"),
+        (h["both"], "Ann Lee", "data/résumé.txt"),
+        (h["odd"], "David Kågedal", "data/résumé.txt"),
+    ]
+    assert odd.view.commits[0].raw_path == ODD_PATH and odd.names == {ODD_PATH}
+    app = service.entry("src/app.py", HistorySettings())
+    assert app.view.commits[1].subject == "café: fix ÿ"
+    assert [r.path for r in app.view.coedits.rows][:1] == ["data/résumé.txt"]
     service.close()
 
 

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from nagent_lsp.agent.permissions import ShellPermission
+from nagent_lsp.agent.permissions import ALWAYS, CHOICES, DENY, RUN_ONCE, ShellPermission
 from nagent_lsp.agent.read import read_action
 from nagent_lsp.agent.sandbox import Refused, confine_read
 from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.write_policy import check_write
-from nagent_lsp.store.splits import find_split_dirs
-from nagent_lsp.agent.permissions import ALWAYS, CHOICES, DENY, RUN_ONCE
 from nagent_lsp.core.identity import file_id_for
 from nagent_lsp.core.ports import Buffer
+from nagent_lsp.store.splits import find_split_dirs
 
 
 def put(path: Path, text: str = "data\n") -> Path:
@@ -188,13 +189,20 @@ def alive(pid: int) -> bool:
     return state != "Z"  # a zombie is dead, only not reaped yet
 
 
-def gone_soon(pid: int, within: float = 2.0) -> bool:
+def gone_soon(pid: int, within: float = 60.0) -> bool:
+    """Whether `pid` dies (the bound only keeps a failing test from hanging; a killed process dies at once)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if not alive(pid):
             return True
         time.sleep(0.02)
     return False
+
+
+# The commands below would run for an hour: only the runner stopping them ends them. The minute's bound only
+# turns a runner that fails to stop them into a failure instead of a hang.
+FOREVER = "sleep 3600"
+HANG_GUARD = 60.0
 
 
 async def test_shell_combines_output_and_reports_the_exit_code(tmp_path: Path) -> None:
@@ -215,7 +223,7 @@ async def test_shell_stdin_is_closed(tmp_path: Path) -> None:
     saved = os.dup(0)
     os.dup2(read_end, 0)
     try:
-        r = await run_shell("cat; read line; echo read=$?", tmp_path, 3)
+        r = await run_shell("cat; read line; echo read=$?", tmp_path, 30)
     finally:
         os.dup2(saved, 0)
         for fd in (saved, read_end, write_end):
@@ -230,40 +238,85 @@ async def test_shell_does_not_see_hidden_variables(tmp_path: Path) -> None:
 
 
 async def test_shell_timeout_kills_the_whole_group(tmp_path: Path) -> None:
-    start = time.monotonic()
-    r = await run_shell("sleep 30 & echo $! > bg.pid; sleep 30", tmp_path, 0.5)
+    r = await asyncio.wait_for(run_shell(f"{FOREVER} & echo $! > bg.pid; {FOREVER}", tmp_path, 0.5), HANG_GUARD)
     assert r.timed_out and not r.interrupted and r.exit_code is not None and r.exit_code < 0
-    assert time.monotonic() - start < 3
     assert gone_soon(int((tmp_path / "bg.pid").read_text()))
 
 
-async def test_shell_cancel_event_interrupts_within_a_second(tmp_path: Path) -> None:
+async def test_shell_cancel_event_interrupts_a_command_that_ignores_term(tmp_path: Path) -> None:
     cancel = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.2, cancel.set)
-    start = time.monotonic()
-    r = await run_shell("trap '' TERM; sleep 30 & echo $! > bg.pid; sleep 30", tmp_path, 60, cancel)
+    command = f"trap '' TERM; {FOREVER} & echo $! > bg.pid; {FOREVER}"
+    task = asyncio.create_task(run_shell(command, tmp_path, 3 * HANG_GUARD, cancel))
+    assert await wait_for_pid_file(tmp_path / "bg.pid")
+    cancel.set()
+    r = await asyncio.wait_for(task, HANG_GUARD)
     assert r.interrupted and not r.timed_out
-    assert time.monotonic() - start < 1.5
     assert gone_soon(int((tmp_path / "bg.pid").read_text()))
+
+
+async def wait_for_pid_file(path: Path) -> bool:
+    """Wait until the command has written its background pid (bounded only against a hang)."""
+    deadline = asyncio.get_running_loop().time() + HANG_GUARD
+    while not (path.exists() and path.read_text().endswith("\n")):
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+# More output than a pipe holds: the command can only go on once the runner reads it, so when it has written
+# its pid file the runner is watching it (not still starting it, see the test after next).
+FILL_THE_PIPE = "head -c 1000000 /dev/zero; "
 
 
 async def test_cancelling_the_task_kills_the_group(tmp_path: Path) -> None:
-    task = asyncio.create_task(run_shell("sleep 30 & echo $! > bg.pid; sleep 30", tmp_path, 60))
-    for _ in range(100):
-        if (tmp_path / "bg.pid").exists() and (tmp_path / "bg.pid").read_text().strip():
-            break
-        await asyncio.sleep(0.02)
+    command = f"{FILL_THE_PIPE}{FOREVER} & echo $! > bg.pid; {FOREVER}"
+    task = asyncio.create_task(run_shell(command, tmp_path, 3 * HANG_GUARD))
+    assert await wait_for_pid_file(tmp_path / "bg.pid")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert gone_soon(int((tmp_path / "bg.pid").read_text()))
 
 
+def killed(pid: int) -> bool:
+    """Dead, or a SIGKILL already pending (kill() marks it before it returns): no waiting needed."""
+    try:
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    except FileNotFoundError:
+        return True
+    pending = int(status["ShdPnd"], 16) | int(status["SigPnd"], 16)
+    return status["State"].strip().startswith("Z") or bool(pending & (1 << (signal.SIGKILL - 1)))
+
+
+@pytest.mark.xfail(strict=True, reason="server bug: a run cancelled while asyncio still connects the command's "
+                   "pipes kills only the shell; the command's other processes keep running (and the cancelled task "
+                   "waits until they close their output)")
+async def test_cancelling_the_task_while_the_command_starts_kills_the_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "bg.pid"
+    task = asyncio.create_task(run_shell(f"{FOREVER} & echo $! > bg.pid; {FOREVER}", tmp_path, 3 * HANG_GUARD))
+    await asyncio.sleep(0)  # the task starts the shell, then waits for asyncio to connect its pipes
+    # Hold the event loop (so the task stays there) until the shell has started its background process.
+    deadline = time.monotonic() + HANG_GUARD
+    while not (pid_file.exists() and pid_file.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pid = int(pid_file.read_text())
+    task.cancel()
+    for _ in range(50):  # turns of the loop in which the runner stops the command
+        await asyncio.sleep(0)
+    stopped = killed(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(os.getpgid(pid), signal.SIGKILL)  # what the runner should have done; it lets the task end
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, HANG_GUARD)
+    assert stopped
+
+
 async def test_processes_left_running_are_stopped_when_the_command_ends(tmp_path: Path) -> None:
-    start = time.monotonic()
-    r = await run_shell("sleep 30 >/dev/null 2>&1 & echo $! > bg.pid; echo done", tmp_path, 60)
+    command = f"{FOREVER} >/dev/null 2>&1 & echo $! > bg.pid; echo done"
+    r = await asyncio.wait_for(run_shell(command, tmp_path, 3 * HANG_GUARD), HANG_GUARD)
     assert r.output == "done\n" and r.exit_code == 0 and r.stopped_background
-    assert time.monotonic() - start < 3
+    assert not r.timed_out
     assert gone_soon(int((tmp_path / "bg.pid").read_text()))
 
 
@@ -283,7 +336,8 @@ async def test_large_output_is_capped_and_spilled_whole(tmp_path: Path) -> None:
 
 async def test_concurrent_spills_get_distinct_files(tmp_path: Path) -> None:
     outputs = tmp_path / "outputs"
-    results = await asyncio.gather(*(run_shell(f"seq {n} 30000", tmp_path, 10, outputs_dir=outputs) for n in range(1, 6)))
+    runs = (run_shell(f"seq {n} 30000", tmp_path, 10, outputs_dir=outputs) for n in range(1, 6))
+    results = await asyncio.gather(*runs)
     paths = [r.spilled_path for r in results]
     assert len(set(paths)) == 5
     for n, r in enumerate(results, start=1):

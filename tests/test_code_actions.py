@@ -10,7 +10,6 @@ from lsprotocol import types
 from nagent_lsp.operations.instruction import instruction_at
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
-from tests.harness.lsp import open_editor
 
 SOURCE = "import time\n\n\ndef fetch(url):\n    # nagent: add retries with backoff\n    return get(url)\n"
 
@@ -43,12 +42,19 @@ async def actions(editor, uri: str, line: int, end_char: int = 0) -> list[types.
 
 
 @pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
-async def test_apply_instruction_edits_and_removes_comment(profile, workspace, isolated_home, fake_model, model_env) -> None:
+async def test_apply_instruction_edits_and_removes_comment(profile, workspace, editors, fake_model) -> None:
     build_repo(workspace, [Commit("init", {"net.py": SOURCE})])
     target = workspace / "net.py"
-    with_retries = SOURCE.replace("    return get(url)\n", "    for attempt in range(3):\n        try:\n            return get(url)\n        except OSError:\n            time.sleep(2 ** attempt)\n")
-    fake_model.script(text(f'<nagent-write path="{target}">\n{with_retries}</nagent-write>'), text("<nagent-response>added</nagent-response>"))
-    async with open_editor(profile, workspace, isolated_home, env=model_env) as editor:
+    retry_loop = (
+        "    for attempt in range(3):\n        try:\n            return get(url)\n"
+        "        except OSError:\n            time.sleep(2 ** attempt)\n"
+    )
+    with_retries = SOURCE.replace("    return get(url)\n", retry_loop)
+    fake_model.script(
+        text(f'<nagent-write path="{target}">\n{with_retries}</nagent-write>'),
+        text("<nagent-response>added</nagent-response>"),
+    )
+    async with editors.open(profile, workspace, model=True) as editor:
         uri = editor.open(target)
         found = await actions(editor, uri, 4)
         apply = [a for a in found if a.title.startswith("nagent: apply this instruction")]
@@ -65,10 +71,10 @@ async def test_apply_instruction_edits_and_removes_comment(profile, workspace, i
         assert "no `nagent:` comment" in missing.message
 
 
-async def test_selection_and_split_actions_offered(workspace, isolated_home) -> None:
+async def test_selection_and_split_actions_offered(workspace, editors) -> None:
     build_repo(workspace, [Commit("init", {"net.py": SOURCE})])
     target = workspace / "net.py"
-    async with open_editor("vscode", workspace, isolated_home) as editor:
+    async with editors.open("vscode", workspace) as editor:
         uri = editor.open(target)
         titles = [a.title for a in await actions(editor, uri, 3, 5)]
         assert "nagent: edit selection" in titles

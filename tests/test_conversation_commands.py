@@ -10,7 +10,6 @@ from lsprotocol import types
 
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
-from tests.harness.lsp import open_editor
 
 
 def repo(workspace: Path) -> Path:
@@ -19,9 +18,9 @@ def repo(workspace: Path) -> Path:
 
 
 @pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
-async def test_open_shows_when_supported_and_always_returns_path(profile, workspace, isolated_home) -> None:
+async def test_open_shows_when_supported_and_always_returns_path(profile, workspace, editors) -> None:
     target = repo(workspace)
-    async with open_editor(profile, workspace, isolated_home) as editor:
+    async with editors.open(profile, workspace) as editor:
         result = await editor.command("nagent.conversation.open", {"uri": editor.uri(target)})
         path = Path(result["path"])
         assert path.parent == workspace.resolve() / ".nagent" / "conversations"
@@ -42,10 +41,10 @@ async def test_open_shows_when_supported_and_always_returns_path(profile, worksp
     assert (workspace / ".nagent" / ".gitignore").read_text() == "cache/\nsplits/\n"
 
 
-async def test_clear_archives_and_save_load(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_clear_archives_and_save_load(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text("<nagent-response>first answer</nagent-response>"))
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         edited = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "remember me"})
         convo = Path(edited["conversation"]["path"])
@@ -63,10 +62,10 @@ async def test_clear_archives_and_save_load(workspace, isolated_home, fake_model
         assert bad.code == -32602 and "uri" in bad.message
 
 
-async def test_rename_and_save_by_replace_keep_the_conversation(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_rename_and_save_by_replace_keep_the_conversation(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(*(text(f"<nagent-response>answer {i}</nagent-response>") for i in range(3)))
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         first = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "first"})
         convo = first["conversation"]["path"]
@@ -75,7 +74,9 @@ async def test_rename_and_save_by_replace_keep_the_conversation(workspace, isola
         renamed = workspace / "renamed.py"
         os.rename(target, renamed)
         editor.client.workspace_did_rename_files(
-            types.RenameFilesParams(files=[types.FileRename(old_uri=editor.uri(target), new_uri=renamed.resolve().as_uri())])
+            types.RenameFilesParams(
+                files=[types.FileRename(old_uri=editor.uri(target), new_uri=renamed.resolve().as_uri())]
+            )
         )
         editor.open(renamed)
         second = await editor.command("nagent.edit", {"uri": editor.uri(renamed), "request": "second"})
@@ -95,7 +96,7 @@ async def test_rename_and_save_by_replace_keep_the_conversation(workspace, isola
     assert text_.index("first") < text_.index("second") < text_.index("third")
 
 
-async def test_summarize_and_compact(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_summarize_and_compact(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(
         text("<nagent-response>first answer " + "lorem ipsum " * 400 + "</nagent-response>"),
@@ -103,7 +104,7 @@ async def test_summarize_and_compact(workspace, isolated_home, fake_model, model
         text("COMPACT SUMMARY: tidy a.py, keep tabs."),
         text("<nagent-response>after compact</nagent-response>"),
     )
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         edited = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "tidy please"})
         convo = Path(edited["conversation"]["path"])
@@ -111,7 +112,9 @@ async def test_summarize_and_compact(workspace, isolated_home, fake_model, model
         assert summary["summary"] == "Goal: tidy a.py. Nothing changed yet."
         assert "tidy please" in fake_model.chat_requests[1].messages[-1]["content"]
         before = convo.read_text()
-        compacted = await editor.command("nagent.conversation.compact", {"uri": editor.uri(target), "instruction": "mention tabs"})
+        compacted = await editor.command(
+            "nagent.conversation.compact", {"uri": editor.uri(target), "instruction": "mention tabs"}
+        )
         assert Path(compacted["archivedPath"]).read_text() == before
         assert compacted["tokensAfter"] < compacted["tokensBefore"]
         assert "mention tabs" in fake_model.chat_requests[2].messages[0]["content"]
@@ -121,8 +124,8 @@ async def test_summarize_and_compact(workspace, isolated_home, fake_model, model
         assert "COMPACT SUMMARY" in str(fake_model.chat_requests[3].messages)
 
 
-async def test_summarize_needs_a_model(workspace, isolated_home) -> None:
+async def test_summarize_needs_a_model(workspace, editors) -> None:
     target = repo(workspace)
-    async with open_editor("eglot", workspace, isolated_home) as editor:
+    async with editors.open("eglot", workspace) as editor:
         error = await editor.command_error("nagent.conversation.summarize", {"uri": editor.uri(target)})
         assert "OPENAI_API_KEY" in error.message

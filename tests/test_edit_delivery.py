@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.harness.fake_openai import slow, text
+from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
-from tests.harness.lsp import open_editor
+from tests.harness.lsp import MODEL_KEY, repository_settings
 
 LINES = [f"line {i} = {i}\n" for i in range(20)]
 BASE = "".join(LINES)
@@ -25,44 +26,68 @@ def write(path: Path, body: str) -> str:
 
 
 DONE = text("<nagent-response>done</nagent-response>")
+ALLOW_SHELL = {"shell": "allow"}
 
 
-async def test_buffer_changed_during_run_is_merged(workspace, isolated_home, fake_model, model_env) -> None:
+class HeldReply:
+    """The model's first reply, held back until the test has changed the buffer (then every later request gets
+    `then`): the user types while the model is still thinking."""
+
+    def __init__(self, first: str, then: dict):
+        self.first, self.then = first, then
+        self.release = threading.Event()
+        self.calls = 0
+
+    def __call__(self, request) -> str | dict:
+        self.calls += 1
+        if self.calls > 1:
+            return self.then
+        self.release.wait(60)  # a bound for a test that fails before releasing it
+        return self.first
+
+
+async def change_while_the_model_thinks(editor, fake_model, target: Path, model_text: str, users: str) -> dict:
+    held = fake_model.responder = HeldReply(write(target, model_text), DONE)
+    try:
+        _, pending = editor.start_command("nagent.edit", {"uri": editor.uri(target), "request": "change"})
+        await asyncio.to_thread(fake_model.wait_for_requests, 1, 60)
+        editor.change(target, users)
+        await editor.command("nagent.status")  # answered after the change above was taken in
+    finally:
+        held.release.set()
+    return await asyncio.wait_for(pending, 60)
+
+
+async def test_buffer_changed_during_run_is_merged(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     model_text = BASE.replace("line 15 = 15", "line 15 = 'model'")
-    fake_model.script(slow(1.0, write(target, model_text)), DONE)
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    users = BASE.replace("line 2 = 2", "line 2 = 'user'")
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
-        request_id, pending = editor.start_command("nagent.edit", {"uri": editor.uri(target), "request": "change 15"})
-        await asyncio.to_thread(fake_model.wait_for_requests, 1, 10)
-        editor.change(target, BASE.replace("line 2 = 2", "line 2 = 'user'"))
-        result = await asyncio.wait_for(pending, 20)
+        result = await change_while_the_model_thinks(editor, fake_model, target, model_text, users)
         assert result["applied"] is True, result
-        assert editor.text(target) == BASE.replace("line 2 = 2", "line 2 = 'user'").replace("line 15 = 15", "line 15 = 'model'")
+        assert editor.text(target) == users.replace("line 15 = 15", "line 15 = 'model'")
 
 
-async def test_conflicting_buffer_change_applies_nothing(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_conflicting_buffer_change_applies_nothing(workspace, editors, fake_model) -> None:
     target = repo(workspace)
-    fake_model.script(slow(1.0, write(target, BASE.replace("line 5 = 5", "line 5 = 'model'"))), DONE)
-    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+    model_text = BASE.replace("line 5 = 5", "line 5 = 'model'")
+    users = BASE.replace("line 5 = 5", "line 5 = 'user'")
+    async with editors.open("eglot", workspace, model=True) as editor:
         editor.open(target)
-        _, pending = editor.start_command("nagent.edit", {"uri": editor.uri(target), "request": "change 5"})
-        await asyncio.to_thread(fake_model.wait_for_requests, 1, 10)
-        users = BASE.replace("line 5 = 5", "line 5 = 'user'")
-        editor.change(target, users)
-        result = await asyncio.wait_for(pending, 20)
+        result = await change_while_the_model_thinks(editor, fake_model, target, model_text, users)
         assert result["applied"] is False and "conflict" in result["reason"]
         assert editor.text(target) == users
         assert not editor.recorded.apply_edits
 
 
 @pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
-async def test_positions_right_for_non_ascii(profile, workspace, isolated_home, fake_model, model_env) -> None:
+async def test_positions_right_for_non_ascii(profile, workspace, editors, fake_model) -> None:
     content = "naïve = 'café'\nemoji = '😀😀 x'  # 𝄞 clef\ntail = 1\n"
     target = repo(workspace, content)
     wanted = content.replace("😀😀 x'  # 𝄞 clef", "😀😀 y'  # 𝄞 clef 🎵").replace("tail = 1", "tail = 'ü'")
     fake_model.script(text(write(target, wanted)), DONE)
-    async with open_editor(profile, workspace, isolated_home, env=model_env) as editor:
+    async with editors.open(profile, workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "unicode"})
         assert result["applied"] is True, result
@@ -72,10 +97,10 @@ async def test_positions_right_for_non_ascii(profile, workspace, isolated_home, 
             assert editor.encoding == "utf-32"  # the captured Emacs profile prefers it; the server must honour it
 
 
-async def test_rejected_versioned_edit_retried_once(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_rejected_versioned_edit_retried_once(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text(write(target, BASE.replace("line 1 = 1", "line 1 = 'x'"))), DONE)
-    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("eglot", workspace, model=True) as editor:
         editor.open(target)
         editor.reject_edits = 1  # the first applyEdit is refused, as eglot does when its didChange lags
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x"})
@@ -84,10 +109,10 @@ async def test_rejected_versioned_edit_retried_once(workspace, isolated_home, fa
         assert "line 1 = 'x'" in editor.text(target)
 
 
-async def test_preview_asks_when_annotations_unsupported(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_preview_asks_when_annotations_unsupported(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text(write(target, BASE + "extra = 1\n")), DONE, text(write(target, BASE + "extra = 2\n")), DONE)
-    async with open_editor("neovim", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("neovim", workspace, model=True) as editor:
         editor.open(target)
         editor.answers = ["Discard"]
         declined = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "a", "preview": True})
@@ -99,10 +124,11 @@ async def test_preview_asks_when_annotations_unsupported(workspace, isolated_hom
         assert [r.actions[0].title for r in editor.recorded.message_requests] == ["Apply", "Apply"]
 
 
-async def test_confirm_edits_uses_change_annotations_in_vscode(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_confirm_edits_uses_change_annotations_in_vscode(workspace, editors, fake_model) -> None:
     target = repo(workspace)
+    repository_settings(workspace, {"confirmEdits": True})
     fake_model.script(text(write(target, BASE + "extra = 1\n")), DONE)
-    async with open_editor("vscode", workspace, isolated_home, env=model_env, init_options={"confirmEdits": True}) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "a"})
         assert result["applied"] is True
@@ -111,10 +137,10 @@ async def test_confirm_edits_uses_change_annotations_in_vscode(workspace, isolat
         assert all(getattr(e, "annotation_id", None) for e in edit.document_changes[0].edits)
 
 
-async def test_progress_begin_report_end(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_progress_begin_report_end(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text(write(target, BASE + "x = 1\n")), DONE)
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "p"})
         (reports,) = editor.client.progress_reports.values()
@@ -130,10 +156,15 @@ async def test_progress_begin_report_end(workspace, isolated_home, fake_model, m
     ("deny", "vscode", None, False),
     ("allow", "eglot", None, True),
 ])
-async def test_shell_permission(mode, profile, answer, ran, workspace, isolated_home, fake_model, model_env) -> None:
+async def test_shell_permission(mode, profile, answer, ran, workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text("<nagent-shell>echo SHELL_$((40+2))</nagent-shell>"), DONE)
-    async with open_editor(profile, workspace, isolated_home, env=model_env, init_options={"shell": mode}) as editor:
+    # The editor grants "allow" (initializationOptions: a server with that setting); "ask" and "deny" are set in
+    # the repository's config, which a shared server reads when the folder becomes its workspace.
+    if mode != "allow":
+        repository_settings(workspace, {"shell": mode})
+    init_options = ALLOW_SHELL if mode == "allow" else None
+    async with editors.open(profile, workspace, model=True, init_options=init_options) as editor:
         editor.open(target)
         if answer:
             editor.answers = [answer]
@@ -144,17 +175,17 @@ async def test_shell_permission(mode, profile, answer, ran, workspace, isolated_
     assert asked == (1 if (mode == "ask" and profile == "vscode") else 0)
     if not ran:
         assert "not run:" in convo
-    assert "sk-test-marker-000" not in convo
+    assert MODEL_KEY not in convo
 
 
-async def test_sub_conversation_rolls_up_tokens(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_sub_conversation_rolls_up_tokens(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(
         text("<nagent-conversation>say CHILD_ANSWER</nagent-conversation>"),
         text("<nagent-response>CHILD_ANSWER</nagent-response>", usage=(100, 10)),
         text("<nagent-response>parent done</nagent-response>"),
     )
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "delegate"})
     convo = Path(result["conversation"]["path"]).read_text()
@@ -166,21 +197,23 @@ async def test_sub_conversation_rolls_up_tokens(workspace, isolated_home, fake_m
     assert "delegate" not in children[0].read_text().split("</initial_context>")[1]
 
 
-async def test_next_continues_and_max_steps_bounds_the_run(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_next_continues_and_max_steps_bounds_the_run(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text("<nagent-next>check the header</nagent-next>"), DONE)
-    async with open_editor("vscode", workspace, isolated_home, env=model_env, init_options={"maxSteps": 3}) as editor:
+    repository_settings(workspace, {"maxSteps": 3})
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "go"})
         assert result["response"] == "done" and result["tokens"]["turns"] == 2
-        assert "<nagent-next-input>\ncheck the header\n</nagent-next-input>" in fake_model.chat_requests[1].messages[-1]["content"]
+        next_input = "<nagent-next-input>\ncheck the header\n</nagent-next-input>"
+        assert next_input in fake_model.chat_requests[1].messages[-1]["content"]
 
         fake_model.responder = lambda request: "<nagent-next>again</nagent-next>"
         bounded = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "loop forever"})
         assert bounded["tokens"]["turns"] == 3 and "maxSteps=3" in bounded["reason"]
 
 
-async def test_sub_conversations_stop_at_the_depth_limit(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_sub_conversations_stop_at_the_depth_limit(workspace, editors, fake_model) -> None:
     target = repo(workspace)
 
     def responder(request):
@@ -191,7 +224,7 @@ async def test_sub_conversations_stop_at_the_depth_limit(workspace, isolated_hom
         return f"<nagent-conversation>level {level + 1}</nagent-conversation>"
 
     fake_model.responder = responder
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "start"})
     assert result["response"] == "unwound"
@@ -201,17 +234,20 @@ async def test_sub_conversations_stop_at_the_depth_limit(workspace, isolated_hom
     assert "may nest at most 2 deep" in texts
 
 
-async def test_api_key_never_reaches_the_conversation_or_the_model(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_api_key_never_reaches_the_conversation_or_the_model(workspace, editors, fake_model) -> None:
     """The shell cannot see the key variable, and even reading the server's own environment yields nothing."""
     target = repo(workspace)
-    snoop = "echo var=${OPENAI_API_KEY:-unset}; tr '\\0' '\\n' < /proc/$PPID/environ | grep OPENAI_API_KEY; ps -o pid= -p $PPID"
+    snoop = (
+        "echo var=${OPENAI_API_KEY:-unset}; tr '\\0' '\\n' < /proc/$PPID/environ | grep OPENAI_API_KEY; "
+        "ps -o pid= -p $PPID"
+    )
     fake_model.script(text(f"<nagent-shell>{snoop}</nagent-shell>"), DONE)
-    async with open_editor("vscode", workspace, isolated_home, env=model_env, init_options={"shell": "allow"}) as editor:
+    async with editors.open("eglot", workspace, model=True, init_options=ALLOW_SHELL) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "snoop"})
     convo = Path(result["conversation"]["path"]).read_text()
     assert "var=unset" in convo
-    key = model_env["OPENAI_API_KEY"]
+    key = MODEL_KEY
     assert key not in convo  # and nothing to redact: no command can see the key (tests/test_secrets.py)
     assert all(key not in str(r.body) for r in fake_model.chat_requests)
     outputs = workspace / ".nagent" / "outputs"

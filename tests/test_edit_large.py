@@ -7,12 +7,11 @@ from pathlib import Path
 
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
-from tests.harness.lsp import open_editor
 
 BODY = "".join(f"def function_{i}(value):\n    return value + {i}\n\n\n" for i in range(5000))
 
 
-async def test_large_target_through_segments(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_large_target_through_segments(workspace, editors, fake_model) -> None:
     assert len(BODY.encode()) > 200_000
     build_repo(workspace, [Commit("big", {"big.py": BODY})])
     target = workspace / "big.py"
@@ -31,7 +30,7 @@ async def test_large_target_through_segments(workspace, isolated_home, fake_mode
         return f'<nagent-file-read path="{target}"/>'
 
     fake_model.responder = responder
-    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("vscode", workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "multiply in function_7"})
         assert result["applied"] is True, result
@@ -45,12 +44,12 @@ async def test_large_target_through_segments(workspace, isolated_home, fake_mode
     assert 'mode="split"' in convo and 'status="ok"' in convo and "changed=\"true\"" in convo
 
 
-async def test_reading_a_large_file_twice_reuses_its_split(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_reading_a_large_file_twice_reuses_its_split(workspace, editors, fake_model) -> None:
     build_repo(workspace, [Commit("big", {"big.py": BODY})])
     target = workspace / "big.py"
     read = f'<nagent-file-read path="{target}"/>'
     fake_model.script(text(read), text(read), text("<nagent-response>read twice</nagent-response>"))
-    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("eglot", workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "look"})
     assert result["response"] == "read twice"

@@ -7,14 +7,13 @@ import asyncio
 import json
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.harness.fake_openai import FakeOpenAI
 from tests.harness.gitrepo import Commit, add_commit, build_repo
-from tests.harness.lsp import open_editor
+from tests.harness.lsp import open_editor, repository_settings
 
 ANN = dict(author="Ann Lee", email="ann@example.com")
 BOB = dict(author="Bob Ray", email="bob@example.com")
@@ -51,11 +50,12 @@ def summarising_responder(request) -> dict:
     return {"text": json.dumps({"summaries": rows})}
 
 
-async def poll(fetch, check, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
+async def poll(fetch, check, timeout: float = 60.0):
+    """Fetch until `check` passes; the timeout only bounds a test that is failing (callers assert afterwards)."""
+    deadline = asyncio.get_running_loop().time() + timeout
     while True:
         value = await fetch()
-        if check(value) or time.monotonic() > deadline:
+        if check(value) or asyncio.get_running_loop().time() > deadline:
             return value
         await asyncio.sleep(0.05)
 
@@ -63,9 +63,16 @@ async def poll(fetch, check, timeout: float = 20.0):
 SETTINGS = {"history": {"maxChangesetFiles": 4}}
 
 
-async def test_history_and_coedits_commands(profile: str, repo, isolated_home: Path, tmp_path: Path) -> None:
+def asked_pairs(requests) -> list[tuple[str, str]]:
+    """The (commit, path) pairs the model was asked to summarise, in order."""
+    pattern = re.compile(r"Commit: ([0-9a-f]{40})\nPath: (.+)")
+    return [pair for r in requests for pair in pattern.findall(r.messages[-1]["content"])]
+
+
+async def test_history_and_coedits_commands(profile: str, repo, editors, tmp_path: Path) -> None:
     root, h = repo
-    async with open_editor(profile, root, isolated_home, init_options=SETTINGS) as editor:
+    repository_settings(root, SETTINGS)
+    async with editors.open(profile, root) as editor:
         uri = (root / "src" / "app.py").resolve().as_uri()
         result = await editor.command("nagent.history", {"uri": uri})
         assert [c["hash"] for c in result["commits"]] == [h[4], h[3], h[2], h[1], h[0]]  # across the rename
@@ -114,9 +121,7 @@ async def test_hover_card_new_commit_and_summaries_once_across_restart(repo, iso
             assert f"`{h[4][:7]}` Ann Lee: Model says {h[4][:7]} touched src/app.py." in text  # last change
             assert f"**Line 2** last changed 2024-01-02 `{h[1][:7]}` Bob Ray: Model says {h[1][:7]}" in text
             assert "`util.py` high (75%)" in text
-            fake.wait_for_requests(1)
-            asked = [pair for r in fake.chat_requests
-                     for pair in re.findall(r"Commit: ([0-9a-f]{40})\nPath: (.+)", r.messages[-1]["content"])]
+            asked = asked_pairs(fake.chat_requests)
             assert sorted(asked) == sorted([(h[4], "src/app.py"), (h[3], "src/app.py"), (h[2], "src/app.py"),
                                             (h[1], "app.py"), (h[0], "app.py")])
 
@@ -124,8 +129,7 @@ async def test_hover_card_new_commit_and_summaries_once_across_restart(repo, iso
             text = await poll(card, lambda t: sha[:7] in t and "Model says " + sha[:7] in t)
             assert "6 commits" in text and f"`{sha[:7]}` Bob Ray: Model says {sha[:7]}" in text
             requests_before_restart = len(fake.chat_requests)
-            asked_total = sum(len(re.findall(r"Commit: ", r.messages[-1]["content"])) for r in fake.chat_requests)
-            assert asked_total == 6  # every (commit, path) once
+            assert len(asked_pairs(fake.chat_requests)) == 6  # every (commit, path) once
 
         # a restarted server reads the summaries from cache/ and never asks again
         async with open_editor("neovim", root, isolated_home, env=env, init_options=SETTINGS) as editor:
@@ -133,5 +137,14 @@ async def test_hover_card_new_commit_and_summaries_once_across_restart(repo, iso
             assert all(c["summary"].startswith("Model says") for c in result["commits"])
             hover = await editor.hover(target, 0)
             assert "Model says" in hover.contents.value
-            await asyncio.sleep(0.5)  # room for a (wrong) background request to show up
-            assert len(fake.chat_requests) == requests_before_restart
+            # A (wrong) request for a cached summary would have been queued by now; summaries are asked one
+            # batch after another, so once a new commit's summary is in, any such request has been sent.
+            later = add_commit(root, Commit("later work", {"src/app.py": "y\n"}, **ANN))
+
+            async def card() -> str:
+                hover = await editor.hover(target, 0)
+                return hover.contents.value if hover else ""
+
+            text = await poll(card, lambda t: "Model says " + later[:7] in t)
+            assert f"`{later[:7]}` Ann Lee: Model says {later[:7]}" in text
+            assert asked_pairs(fake.chat_requests[requests_before_restart:]) == [(later, "src/app.py")]

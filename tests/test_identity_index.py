@@ -63,7 +63,9 @@ def test_new_file_gets_a_slugged_conversation_in_nagents_schema(ws: Path, store:
     assert re.fullmatch(rf"hello-world-{UUID}", ref.conversation)
     assert ref.conversation_path == store.directory / ref.conversation
     assert index_of(store) == {
-        "by_file_id": {ref.file_id: {"file_id": ref.file_id, "path": str(f.resolve()), "conversation": ref.conversation}}
+        "by_file_id": {
+            ref.file_id: {"file_id": ref.file_id, "path": str(f.resolve()), "conversation": ref.conversation}
+        }
     }
     assert store.resolve(f) == ref
     assert store.resolve(f.as_uri()) == ref
@@ -271,9 +273,9 @@ async def test_runs_on_one_file_take_turns(ws: Path, store: ConversationStore) -
 # --- the conversation commands' workflows (in process, with a fake editor port) ----------------------
 
 from nagent_lsp.config.args import parse_args  # noqa: E402
+from nagent_lsp.core.errors import InvalidArgument, UserError  # noqa: E402
 from nagent_lsp.operations import conversation as wf  # noqa: E402
 from nagent_lsp.operations.args import NamedArgs, UriArgs  # noqa: E402
-from nagent_lsp.core.errors import InvalidArgument, UserError  # noqa: E402
 from nagent_lsp.operations.session import Session  # noqa: E402
 
 
@@ -296,7 +298,8 @@ async def test_conversation_commands(ws: Path) -> None:
     assert opened["shown"] is True and port.shown == [conv]
     assert conv.parent == ws / ".nagent" / "conversations" and conv.read_text() == ""
     assert (ws / ".nagent" / ".gitignore").exists()
-    assert (await wf.open_conversation(session, ShowPort(False), UriArgs(f.as_uri()))) == {"path": str(conv), "shown": False}
+    reopened = await wf.open_conversation(session, ShowPort(False), UriArgs(f.as_uri()))
+    assert reopened == {"path": str(conv), "shown": False}
 
     listed = wf.list_conversations(session)
     assert listed == {"files": [{"fileId": file_id_for(f), "path": str(f), "conversation": str(conv)}]}
@@ -329,18 +332,23 @@ async def test_clear_waits_for_a_running_edit(ws: Path) -> None:
     store, ref = wf.resolve(session, f.as_uri())
     ref.conversation_path.write_text("before\n")
     order: list[str] = []
+    running, asked = asyncio.Event(), asyncio.Event()
 
     async def edit_run() -> None:
         async with store.lock_for(ref):
             order.append("run start")
-            await asyncio.sleep(0.05)
+            running.set()
+            await asyncio.wait_for(asked.wait(), 60)
+            for _ in range(20):  # turns of the loop in which a clear that does not wait would go ahead
+                await asyncio.sleep(0)
             with ref.conversation_path.open("a") as handle:
                 handle.write("appended by the run\n")
             order.append("run end")
 
     async def clear() -> None:
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(running.wait(), 60)
         order.append("clear asked")
+        asked.set()
         result = await wf.clear_conversation(session, UriArgs(f.as_uri()))
         order.append("clear done")
         assert "appended by the run" in Path(result["archivedPath"]).read_text()

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from nagent_lsp.text.edits import split_lines
 from tests.harness.fake_openai import text
-from tests.harness.lsp import open_editor
 
 
 def big_module(functions: int = 2300) -> str:
@@ -21,12 +20,12 @@ def _segments_text(result: dict) -> str:
     return b"".join(Path(s["path"]).read_bytes() for s in result["segments"]).decode("utf-8")
 
 
-async def test_split_edit_one_segment_patch_applies_minimal_edits(profile, workspace, isolated_home) -> None:
+async def test_split_edit_one_segment_patch_applies_minimal_edits(profile, workspace, editors) -> None:
     source = workspace / "big_module.py"
     original = big_module()
     assert len(original.encode()) > 200_000
     source.write_text(original, encoding="utf-8")
-    async with open_editor(profile, workspace, isolated_home) as editor:
+    async with editors.open(profile, workspace) as editor:
         uri = editor.open(source)
         split = await editor.command("nagent.split", {"uri": uri})
         assert split["splitType"] == "py" and len(split["segments"]) >= 6
@@ -38,7 +37,8 @@ async def test_split_edit_one_segment_patch_applies_minimal_edits(profile, works
         assert split["segments"][-1]["endLine"] == len(lines)
 
         seg = Path(split["segments"][3]["path"])
-        seg.write_text(seg.read_text(encoding="utf-8").replace("total = value + ", "total = value * ", 1), encoding="utf-8")
+        edited = seg.read_text(encoding="utf-8").replace("total = value + ", "total = value * ", 1)
+        seg.write_text(edited, encoding="utf-8")
         merged = _segments_text(split)
 
         result = await editor.command("nagent.patch", {"indexPath": split["indexPath"]})
@@ -58,11 +58,11 @@ async def test_split_edit_one_segment_patch_applies_minimal_edits(profile, works
         assert "-    total = value + " in diff and "+    total = value * " in diff
 
 
-async def test_buffer_changed_after_split_needs_force(workspace, isolated_home) -> None:
+async def test_buffer_changed_after_split_needs_force(workspace, editors) -> None:
     source = workspace / "big_module.py"
     original = big_module(300)
     source.write_text(original, encoding="utf-8")
-    async with open_editor("vscode", workspace, isolated_home) as editor:
+    async with editors.open("vscode", workspace) as editor:
         editor.open(source)
         split = await editor.command("nagent.split", {"uri": editor.uri(source), "targetBytes": 4096})
         seg = Path(split["segments"][0]["path"])
@@ -87,11 +87,11 @@ async def test_buffer_changed_after_split_needs_force(workspace, isolated_home) 
         assert error.code == -32602 and "indexPath" in error.message
 
 
-async def test_summary_requested_once_per_content(workspace, isolated_home, fake_model, model_env) -> None:
+async def test_summary_requested_once_per_content(workspace, editors, fake_model) -> None:
     source = workspace / "small.py"
     source.write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
     fake_model.script(text("Adds two numbers."), text("Adds two numbers, now documented."))
-    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+    async with editors.open("eglot", workspace, model=True) as editor:
         editor.open(source)
         uri = editor.uri(source)
         first = await editor.command("nagent.summarize", {"uri": uri})
@@ -106,9 +106,9 @@ async def test_summary_requested_once_per_content(workspace, isolated_home, fake
         assert '"""Math."""' in fake_model.chat_requests[1].messages[-1]["content"]
 
 
-async def test_summarize_without_model_is_a_clear_error(workspace, isolated_home) -> None:
+async def test_summarize_without_model_is_a_clear_error(workspace, editors) -> None:
     source = workspace / "small.py"
     source.write_text("x = 1\n", encoding="utf-8")
-    async with open_editor("neovim", workspace, isolated_home) as editor:
+    async with editors.open("neovim", workspace) as editor:
         error = await editor.command_error("nagent.summarize", {"uri": editor.uri(source)})
         assert "No model configured" in error.message

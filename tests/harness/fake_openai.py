@@ -31,11 +31,14 @@ clients fail fast instead of retrying).
 - ``{"status": 429, "retry_after": 1, "message": "slow down"}`` — an error status in OpenAI's error body
   (any status; ``retry_after`` adds a ``Retry-After`` header, ``param`` adds ``error.param``).
 - ``{"delay": 30, "text": "late"}`` — slow: waits before answering. Every wait is interrupted at once by
-  ``close()``, so a test that cancels a slow call still ends quickly.
+  ``close()`` (and ``reset()``), so a test that cancels a slow call still ends quickly.
 - ``{"fault": "garbled"}`` — a 200 whose JSON body is cut off (in a stream: an event that is not JSON).
 - ``{"fault": "drop"}`` — the connection is closed without any response.
 
 A script file is either a JSON list of entries, or an object ``{"replies": [...], "default": {...}}``.
+
+One server can serve many tests in turn: ``reset()`` forgets the script, the responder, the default and the
+recorded requests, and drops every reply still waiting out a delay (the connection is closed).
 
 Recorded requests (``FakeOpenAI.requests``; with ``--record FILE`` one JSON object per line): ``method``,
 ``path``, ``headers`` (lower-cased names, the ``authorization`` header left out), ``authorization`` (true
@@ -152,6 +155,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._closing = threading.Event()
+        self._generation = threading.Event()  # set (and replaced) by reset() and close(): cuts pending delays
         self._record_file = record_file
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -193,10 +197,23 @@ class FakeOpenAI:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    def reset(self) -> "FakeOpenAI":
+        """Start over for the next test: no script, responder, default or recorded request; delayed replies
+        of earlier requests are dropped instead of answered."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self.responder = None
+            self.default = None
+            finished, self._generation = self._generation, threading.Event()
+        finished.set()
+        return self
+
     def close(self) -> None:
         if self._closing.is_set():
             return
         self._closing.set()  # wakes every delayed handler
+        self._generation.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -230,9 +247,9 @@ class FakeOpenAI:
         return {"status": 400, "message": f"fake_openai: no scripted reply left for request #{number}",
                 "type": "fake_openai_script_exhausted"}
 
-    def _sleep(self, seconds: float) -> bool:
-        """Wait; False when the server is closing (the handler should give up)."""
-        return not self._closing.wait(max(0.0, float(seconds)))
+    def _sleep(self, seconds: float, generation: threading.Event | None = None) -> bool:
+        """Wait; False when the server is closing or was reset since the request came (the handler gives up)."""
+        return not (generation or self._closing).wait(max(0.0, float(seconds)))
 
 
 def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -245,6 +262,7 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like a real server; the SDK reuses connections
     server_fake: FakeOpenAI
+    _generation: threading.Event | None = None
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read .requests instead
         pass
@@ -300,6 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"fake_openai: no route GET {self.path}", type_="invalid_request_error")
 
     def do_POST(self) -> None:
+        self._generation = self.server_fake._generation  # the test this request belongs to (see reset())
         request = self._capture()
         number = self.server_fake._record(request)
         if self.path.rstrip("/") != "/v1/chat/completions":
@@ -316,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (cancelled); nothing to answer
 
     def _answer(self, request: RecordedRequest, number: int, entry: dict) -> None:
-        if entry.get("delay") and not self.server_fake._sleep(entry["delay"]):
+        if entry.get("delay") and not self.server_fake._sleep(entry["delay"], self._generation):
             self._drop()
             return
         fault = entry.get("fault")
@@ -395,7 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
                 pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)] if content else []
             event(chunk({"role": "assistant", "content": ""}, None))
             for piece in pieces:
-                if entry.get("chunk_delay") and not self.server_fake._sleep(entry["chunk_delay"]):
+                delay = entry.get("chunk_delay")
+                if delay and not self.server_fake._sleep(delay, self._generation):
                     self._drop()
                     return
                 event(chunk({"content": piece}, None))

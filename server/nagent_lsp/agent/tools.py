@@ -198,10 +198,6 @@ def _file_patch(session: EditSession, index_str: str) -> str:
         return render_result("file-patch", error, "the index path cannot be resolved")
     split = session.splits.splits.get(index_path)
     if split is None:
-        if index_path.parent.parent != session.splits_root().resolve():
-            return render_result(
-                "file-patch", error, "only splits made in this workspace's .nagent/splits can be patched"
-            )
         try:
             split = load_trusted_split(index_path, session.read_rules(), [session.splits_root()])
         except SplitError as exc:

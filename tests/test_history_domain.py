@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.history.blame import advance, compact, is_ignored, parse_hunks, parse_ignore_revs, parse_porcelain
+from nagent_lsp.history.blame import (
+    advance,
+    compact,
+    decode,
+    encode,
+    is_ignored,
+    parse_hunks,
+    parse_ignore_revs,
+    parse_porcelain,
+)
 from nagent_lsp.history.coedits import CoeditTable, coedit_table, level
 from nagent_lsp.history.encoding import display, git_arg, to_bytes
 from nagent_lsp.history.index import HASH, IndexBuilder, Marks, RepoIndex, View, raw_commits
@@ -266,6 +275,10 @@ def test_blame_porcelain_advance_and_ignore_revs() -> None:
     assert hunks == [(2, 1, 2, 1), (3, 0, 4, 2), (5, 1, 6, 0)]
     moved = advance(blame, hunks, c)
     assert [moved.at(i) for i in range(1, 7)] == [a, c, b, c, c, b]
+    frame = encode(b"caf\xe9.c", "d" * 40, c, 7, moved)
+    assert decode(frame) == (b"caf\xe9.c", "d" * 40, c, 7, moved)
+    with pytest.raises(ValueError):
+        decode(frame[:-1])
     revs = parse_ignore_revs(f"# reformat\n{a}  # black\n\nnot-a-hash\nbbbbbbb\n")
     assert revs == {a, "bbbbbbb"}
     assert is_ignored(a, revs) and is_ignored(b, revs) and not is_ignored("c" * 40, revs)

@@ -462,6 +462,13 @@ def test_blame_is_carried_or_advanced_across_new_commits(tmp_path) -> None:
     assert service.counters.blame_runs == 1 and service.counters.blame_advanced == 1
     assert h[0] in real_blame() and h[1] in real_blame()
     service.close()
+    # a restarted service has the blames the last one made: no git blame for the same HEAD
+    again = HistoryService(root, service.cache_dir)
+    again.start().result()
+    service = again
+    assert line_commits() == real_blame()
+    assert again.counters.blame_runs == 0 and again.counters.blame_advanced == 0
+    again.close()
 
 
 def test_caches_are_bounded() -> None:

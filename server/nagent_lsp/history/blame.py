@@ -7,7 +7,9 @@ bounded number of them in memory and shares one between HEADs when the file did 
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from array import array
 from dataclasses import dataclass
 
@@ -33,6 +35,47 @@ class Blame:
     def weight(self) -> int:
         """What it costs to keep, in line entries (the cache's budget unit)."""
         return len(self.lines) + len(self.shas)
+
+
+def encode(path: bytes, head: str, newest: str | None, total: int, blame: Blame) -> bytes:
+    """One blame as a frame of the blame cache file (store.history_index frames it): where it was made and for
+    which state of the file's history, then its hashes (20 bytes each) and its per-line indexes."""
+    meta = {
+        "path": path.hex(),
+        "head": head,
+        "newest": newest,
+        "total": total,
+        "shas": len(blame.shas),
+        "lines": len(blame.lines),
+        "byteorder": sys.byteorder,
+    }
+    head_bytes = json.dumps(meta, separators=(",", ":")).encode("ascii")
+    shas = b"".join(bytes.fromhex(sha) for sha in blame.shas)
+    return len(head_bytes).to_bytes(4, "little") + head_bytes + shas + blame.lines.tobytes()
+
+
+def decode(payload: bytes) -> tuple[bytes, str, str | None, int, Blame]:
+    """(path, head, newest, total, blame) of one frame; ValueError when it does not hold together."""
+    size = int.from_bytes(payload[:4], "little")
+    meta = json.loads(payload[4 : 4 + size])
+    if not isinstance(meta, dict):
+        raise ValueError("bad blame frame")
+    count, lines = int(meta["shas"]), int(meta["lines"])
+    body = payload[4 + size :]
+    if count < 0 or lines < 0 or len(body) != 20 * count + 4 * lines:
+        raise ValueError("truncated blame frame")
+    shas = tuple(body[i * 20 : i * 20 + 20].hex() for i in range(count))
+    per_line = array("I")
+    per_line.frombytes(body[20 * count :])
+    if meta.get("byteorder") != sys.byteorder:
+        per_line.byteswap()
+    if per_line and max(per_line) >= count:
+        raise ValueError("blame frame refers to unknown commits")
+    newest = meta.get("newest")
+    head = meta["head"]
+    if not isinstance(head, str) or not (newest is None or isinstance(newest, str)):
+        raise ValueError("bad blame frame")
+    return bytes.fromhex(meta["path"]), head, newest, int(meta["total"]), Blame(shas, per_line)
 
 
 def compact(per_line: list[str]) -> Blame:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from nagent_lsp.config.settings import HistorySettings
+from nagent_lsp.history import blame as blame_file
 from nagent_lsp.history.blame import (
     Blame,
     advance,
@@ -81,6 +82,7 @@ ENTRY_CACHE = 256  # per-file answers kept (each holds at most maxCommits commit
 PAGE_CACHE = 128  # per-file first pages kept
 BLAME_LINES = 2_000_000  # line entries of blame kept (about 8 MB), whatever the number of HEADs and files
 BLAME_FILES = 256
+BLAME_FILE_FRAMES = 1024  # the blame cache file is rewritten from memory past this many appended blames
 BLAME_HEADS = 3  # blames kept per file (the HEADs it was asked at most recently): enough to switch back and forth
 
 K = TypeVar("K", bound=Hashable)
@@ -209,6 +211,9 @@ class HistoryService:
         digest = hashlib.sha1(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()[:12]
         self.index_path = self.cache_dir / f"history-{digest}.idx"
         self._legacy_path = self.cache_dir / f"history-index-{digest}.json"
+        self.blame_path = self.cache_dir / f"history-{digest}.blame"  # blames made, so a restart need not redo them
+        self._blame_file_size: int | None = None
+        self._blame_frames = 0
         self.summaries = CommitSummaryCache(self.cache_dir / SUMMARIES_FILE)
         self.counters = Counters()
         self._summarizer = summarizer
@@ -361,6 +366,7 @@ class HistoryService:
         try:
             head = read_head(self.root)
             try:
+                self._load_blames()
                 loaded = self._load()
             finally:
                 self._loaded.set()
@@ -594,7 +600,7 @@ class HistoryService:
             if index is None and not self._loaded.is_set() and not sync and head is not None:
                 return self._nothing_known(raw, head)
         if index is not None and index.head != head:
-            if sync:
+            if sync and self._state == "ready":  # (a rebuild in progress is not waited for: a first page answers)
                 self.refresh()
             else:
                 # the update usually lands in a few tens of ms; if not, a first page for the new HEAD races it
@@ -894,6 +900,45 @@ class HistoryService:
         with self._lock:
             self._keep_blame(raw, head, _BlameEntry(blame, newest, total))
             self._blame_pending.pop((raw, head), None)
+        if blame is not None:
+            self._save_blame(raw, head, newest, total, blame)
+
+    def _save_blame(self, raw: bytes, head: str, newest: str | None, total: int, blame: Blame) -> None:
+        """Append the blame to the cache file (in the blame thread); rewrite the file from memory when it holds
+        many more blames than the LRU keeps, or when another process changed it."""
+        payload = blame_file.encode(raw, head, newest, total, blame)
+        try:
+            size = None
+            if self._blame_file_size is not None and self._blame_frames < BLAME_FILE_FRAMES:
+                size = index_file.append_frame(self.blame_path, payload, self._blame_file_size)
+            if size is None:
+                with self._lock:
+                    kept = [(k, e) for k, e in self._blame.items() if e.blame is not None]
+                frames = [blame_file.encode(k[0], k[1], e.newest, e.total, e.blame) for k, e in kept if e.blame]
+                size = index_file.write_frames(self.blame_path, frames)
+                self._blame_frames = len(frames)
+            else:
+                self._blame_frames += 1
+            self._blame_file_size = size
+        except OSError as exc:
+            log.info("cannot write the blame cache %s: %s", self.blame_path, exc)
+
+    def _load_blames(self) -> None:
+        """The blames a previous run made (most recent last), into the LRU; an unreadable frame is skipped."""
+        found = index_file.read_frames(self.blame_path)
+        if found is None:
+            return
+        frames, size = found
+        with self._lock:
+            for payload in frames:
+                try:
+                    raw, head, newest, total, blame = blame_file.decode(payload)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.debug("skipping a blame cache frame: %s", exc)
+                    continue
+                self._keep_blame(raw, head, _BlameEntry(blame, newest, total))
+        self._blame_file_size = size
+        self._blame_frames = len(frames)
 
     def _keep_blame(self, raw: bytes, head: str, blame: _BlameEntry) -> None:
         """Remember a blame (under the lock); a file keeps its BLAME_HEADS most recent ones."""

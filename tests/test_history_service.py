@@ -160,7 +160,9 @@ def test_new_commit_shows_without_restart_incrementally(repo, tmp_path: Path) ->
     assert service.wait_ready(30)
     sha = add_commit(root, Commit("fresh change", {"src/app.py": "z\n", "util.py": "u9\n"}, **CY))
     card = history.hover_markdown(s, root / "src" / "app.py", 1, wait=30)
+    # from the updated index, or (a busy machine) from a first page for the new HEAD that won the race
     assert f"`{sha[:7]}` Cy Doe: fresh change" in card and "7 commits" in card
+    assert service.refresh()  # the update the hover started, finished
     assert service.counters.builds == 1 and service.counters.incremental == 1
     # a restarted service loads the persisted index (under the new HEAD) instead of rebuilding
     service._index_pool.submit(lambda: None).result()  # the persist job queued after the update has run

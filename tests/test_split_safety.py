@@ -146,3 +146,22 @@ def test_a_windows_boundary_scan_stops_at_the_window() -> None:
     ((pos, endpos),) = scanned
     assert pos <= 1000 and endpos - pos < 5000
     assert plan_segments(data, "py", 32 * 1024)[-1].end_byte == len(data)
+
+
+def test_a_segment_that_is_a_link_is_never_followed(tmp_path) -> None:
+    import pytest
+
+    from nagent_lsp.agent.splits import plan_patch
+    from nagent_lsp.core.errors import PatchError
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE\n")
+    text = "".join(f"line {i}\n" for i in range(200))
+    result = split_text(text, tmp_path / "notes.txt", tmp_path / "splits", target_bytes=256)
+    first = Path(result.index["segments"][0]["path"])
+    first.unlink()
+    first.symlink_to(outside)
+    with pytest.raises(PatchError, match="symbolic link"):
+        plan_patch(result.index_path, text)
+    refresh_split(result.index_path, "short\n")  # the re-split replaces the link; its target is untouched
+    assert outside.read_text() == "OUTSIDE\n" and not first.is_symlink()

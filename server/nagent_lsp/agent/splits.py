@@ -215,7 +215,9 @@ def plan_patch(
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise PatchError(f"segment is not valid UTF-8: {path} ({exc.reason} at byte {exc.start})") from None
-        total += len(text.encode("utf-8", "surrogatepass"))
+            total += len(raw)
+        else:
+            total += len(text.encode("utf-8", "surrogatepass"))
         if total > max_bytes:
             raise PatchError(f"the merged segments hold more than maxFileBytes ({max_bytes} bytes)")
         texts.append(text)
@@ -288,7 +290,7 @@ def split_text(
     if target_bytes <= 0:
         raise SplitError("target bytes must be a positive number")
     kind = normalize_split_type(split_type) if split_type else detect_split_type(source)
-    out_dir = new_split_dir(splits_dir, source)
+    out_dir = new_split_dir(Path(splits_dir).resolve(), source)  # segment paths name the real folder
     data = text.encode("utf-8")
     index, blobs = build_index(data, source, out_dir, kind, target_bytes, natural)
     index_path = out_dir / INDEX

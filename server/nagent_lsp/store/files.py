@@ -10,6 +10,7 @@ newline are treated the same everywhere.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -44,24 +45,33 @@ def file_kind(mode: int) -> str:
         (stat.S_ISCHR, "a character device"),
         (stat.S_ISBLK, "a block device"),
         (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
     ):
         if check(mode):
             return name
     return "a regular file" if stat.S_ISREG(mode) else "a special file"
 
 
-def read_regular_bytes(path: Path | str, limit: int | None) -> bytes:
-    """The bytes of the regular file at `path` (symlinks followed), at most `limit` of them.
+def read_regular_bytes(path: Path | str, limit: int | None, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them. Symlinks are followed unless
+    `follow_symlinks` is false (then a link is refused as "a symbolic link").
 
     Raises FileNotFoundError, NotRegularFile, FileTooLarge or another OSError; never blocks on a special file."""
     path = Path(path)
-    st = os.stat(path)
+    st = os.stat(path, follow_symlinks=follow_symlinks)
     if not stat.S_ISREG(st.st_mode):
         raise NotRegularFile(path, file_kind(st.st_mode))
     if limit is not None and st.st_size > limit:
         raise FileTooLarge(path, st.st_size, limit)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_symlinks and exc.errno == errno.ELOOP:  # swapped for a link after the stat
+            raise NotRegularFile(path, "a symbolic link") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped between the stat and the open

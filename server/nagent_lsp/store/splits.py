@@ -61,20 +61,27 @@ def write_split(index_path: Path, index: dict[str, Any], blobs: list[bytes]) -> 
 
 
 def segment_path(folder: Path, entry: dict[str, Any]) -> Path:
-    """The file of one segment entry; UntrustedIndex unless it lies directly inside `folder` (resolved)."""
+    """The file of one segment entry; UntrustedIndex unless it lies directly inside `folder` (resolved).
+
+    The path is judged without following its last component: a segment that is a symlink is refused when it
+    is read or deleted (`read_segment`, `remove_stale_segments`), never followed."""
     raw = entry.get("path")
     if not isinstance(raw, str) or not raw or "\0" in raw:
         raise UntrustedIndex("a segment has no valid path")
-    path = Path(raw)
-    if not path.is_absolute():
+    if not os.path.isabs(raw):
         raise UntrustedIndex(f"segment path {raw!r} is not absolute")
-    try:
-        resolved = path.resolve()
-    except (OSError, RuntimeError) as exc:
-        raise UntrustedIndex(f"segment path {raw!r} cannot be resolved: {exc}") from None
-    if resolved.parent != folder or resolved.name == INDEX or path.name != resolved.name:
+    lexical = os.path.normpath(raw)  # ".." folded first, so the name below is the file's own
+    parent, name = os.path.split(lexical)
+    if not name or name in (INDEX, ".", "..") or (parent != str(folder) and _resolved(parent) != folder):
         raise UntrustedIndex(f"segment path {raw!r} is not a file of its split folder {folder}")
-    return resolved
+    return folder / name
+
+
+def _resolved(parent: str) -> Path | None:
+    try:
+        return Path(parent).resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
 def read_index_file(index_path: Path) -> Any:
@@ -130,9 +137,9 @@ def load_index(index_path: Path) -> dict[str, Any]:
 
 
 def read_segment(path: Path, limit: int) -> bytes:
-    """One segment's bytes (a path `segment_path` accepted) through the bounded reader."""
+    """One segment's bytes (a path `segment_path` accepted) through the bounded reader; never through a link."""
     try:
-        return read_regular_bytes(path, limit)
+        return read_regular_bytes(path, limit, follow_symlinks=False)
     except FileNotFoundError:
         raise SplitError(f"segment not found: {path}") from None
     except (NotRegularFile, FileTooLarge) as exc:

@@ -66,6 +66,8 @@ def source_from(path: Path, buffer: Buffer | None, rules: ReadRules, field: str 
     except Refused as exc:
         if exc.kind == "missing":
             raise UserError(f"file not found: {path}") from None
+        if not exc.reason.startswith(str(path)):
+            exc = Refused(f"{path} {exc.reason}", exc.kind, exc.size)
         raise refusal(exc, field) from None
     return Buffer(path=path, text=text, version=None, uri=path.as_uri())
 

@@ -15,8 +15,9 @@ from tests.harness.lsp import MODEL_KEY, PROFILES, Editors, ServerPool
 
 # Property tests draw the same examples on every run and machine (no example database, no random seed), and a
 # busy machine cannot fail them: how long generating an example takes is no finding.
-settings.register_profile("nagent", derandomize=True, database=None, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "nagent", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("nagent")
 
 

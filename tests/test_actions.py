@@ -289,9 +289,12 @@ def killed(pid: int) -> bool:
     return status["State"].strip().startswith("Z") or bool(pending & (1 << (signal.SIGKILL - 1)))
 
 
-@pytest.mark.xfail(strict=True, reason="server bug: a run cancelled while asyncio still connects the command's "
-                   "pipes kills only the shell; the command's other processes keep running (and the cancelled task "
-                   "waits until they close their output)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="server bug: a run cancelled while asyncio still connects the command's "
+    "pipes kills only the shell; the command's other processes keep running (and the cancelled task "
+    "waits until they close their output)",
+)
 async def test_cancelling_the_task_while_the_command_starts_kills_the_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "bg.pid"
     task = asyncio.create_task(run_shell(f"{FOREVER} & echo $! > bg.pid; {FOREVER}", tmp_path, 3 * HANG_GUARD))

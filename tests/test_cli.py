@@ -14,7 +14,9 @@ from tests.harness.gitrepo import Commit, build_repo
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "nagent_lsp", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nagent_lsp", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_history_and_coedits(workspace: Path) -> None:
@@ -53,7 +55,10 @@ def test_split_then_patch_roundtrip(workspace: Path) -> None:
 def test_edit_writes_atomically_and_prints_diff(workspace: Path, fake_model, model_env) -> None:
     build_repo(workspace, [Commit("init", {"a.py": "x = 1\n"})])
     target = workspace / "a.py"
-    fake_model.script(text(f'<nagent-write path="{target}">\nx = 2\n</nagent-write>'), text("<nagent-response>bumped</nagent-response>"))
+    fake_model.script(
+        text(f'<nagent-write path="{target}">\nx = 2\n</nagent-write>'),
+        text("<nagent-response>bumped</nagent-response>"),
+    )
     env = {**model_env, "OPENAI_API_KEY": "sk-cli-marker"}
     out = cli("edit", "a.py", "bump x", cwd=workspace, env=env)
     assert out.returncode == 0, out.stderr

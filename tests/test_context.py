@@ -88,13 +88,23 @@ def test_layers_user_then_project_and_a_repeated_layer_once(tmp_path: Path, laye
     assert dirs == [home / ".nagent", layer]
     assert root_context(dirs) == "User rules.\n\nProject rules."
     os.symlink(layer, tmp_path / "alias")
-    assert [l.text for l in load_layers([layer, tmp_path / "alias", home / ".nagent"])] == ["Project rules.", "User rules."]
+    assert [layer_.text for layer_ in load_layers([layer, tmp_path / "alias", home / ".nagent"])] == [
+        "Project rules.",
+        "User rules.",
+    ]
     # The state root being ~/.nagent itself: its context appears once.
     assert root_context(default_layer_dirs(home / ".nagent", home=home)) == "User rules."
 
 
 def facts(path: str = "/ws/a.py", file_id: str = "1:2", conversation: str = "a-1") -> InstanceFacts:
-    return InstanceFacts(target_path=path, file_id=file_id, conversation=conversation, workspace_root="/ws", date="2025-01-02", os="Linux")
+    return InstanceFacts(
+        target_path=path,
+        file_id=file_id,
+        conversation=conversation,
+        workspace_root="/ws",
+        date="2025-01-02",
+        os="Linux",
+    )
 
 
 def test_initial_context_order_stable_then_volatile() -> None:
@@ -110,11 +120,23 @@ def test_initial_context_order_stable_then_volatile() -> None:
     )
     assert text.startswith("<initial_context>\nRULES-TEXT") and text.endswith(CLOSE_TAG)
     assert text.count(CLOSE_TAG) == 1
-    marks = ["RULES-TEXT", "ROOT-TEXT", "\nInstance:", "- file id: 1:2", "- date: 2025-01-02", "{file-history}",
-             "HISTORY-TEXT", "{file-summary}", "{target-file", "TARGET-TEXT", "{selection", "SELECTED"]
+    marks = [
+        "RULES-TEXT",
+        "ROOT-TEXT",
+        "\nInstance:",
+        "- file id: 1:2",
+        "- date: 2025-01-02",
+        "{file-history}",
+        "HISTORY-TEXT",
+        "{file-summary}",
+        "{target-file",
+        "TARGET-TEXT",
+        "{selection",
+        "SELECTED",
+    ]
     positions = [text.index(m) for m in marks]
     assert positions == sorted(positions)
-    assert "{target-file path=\"/ws/a.py\" bytes=12 lines=1 version=7" in text
+    assert '{target-file path="/ws/a.py" bytes=12 lines=1 version=7' in text
     assert "TARGET-TEXT\n{/target-file}" in text
     assert "lines 3-4" in text
 
@@ -130,25 +152,29 @@ def test_empty_parts_are_left_out_and_wrapped_blocks_kept() -> None:
     text = build_initial_context("", "", facts(), file_history="{file-history}\nx\n{/file-history}", target_text="")
     assert "Root context" not in text and "{file-summary}" not in text and "{selection" not in text
     assert text.count("{file-history}") == 1
-    assert "{target-file path=\"/ws/a.py\" bytes=0 lines=0" in text
+    assert '{target-file path="/ws/a.py" bytes=0 lines=0' in text
 
 
 def test_large_target_is_not_inlined() -> None:
     big = "y" * (INLINE_LIMIT + 1)
     text = build_initial_context("R", "", facts(), target_text=big)
     assert big not in text and "yyyy" not in text
-    assert f"{INLINE_LIMIT + 1} bytes" in text and "<nagent-file-read path=\"/ws/a.py\"/>" in text
+    assert f"{INLINE_LIMIT + 1} bytes" in text and '<nagent-file-read path="/ws/a.py"/>' in text
     at_limit = "é" * (INLINE_LIMIT // 2)  # exactly 64 KiB of UTF-8
     assert at_limit in build_initial_context("R", "", facts(), target_text=at_limit)
 
 
 def test_text_holding_the_closing_tag_cannot_end_the_block() -> None:
     text = build_initial_context(
-        f"rules {CLOSE_TAG}", "", facts(), file_summary=f"s {CLOSE_TAG}",
-        target_text=f"x = '{CLOSE_TAG}'\n", selection=Selection(CLOSE_TAG, 0, 5, 0, 20),
+        f"rules {CLOSE_TAG}",
+        "",
+        facts(),
+        file_summary=f"s {CLOSE_TAG}",
+        target_text=f"x = '{CLOSE_TAG}'\n",
+        selection=Selection(CLOSE_TAG, 0, 5, 0, 20),
     )
     assert text.count(CLOSE_TAG) == 1 and text.endswith(CLOSE_TAG)
-    assert "<nagent-read path=\"/ws/a.py\"/>" in text
+    assert '<nagent-read path="/ws/a.py"/>' in text
 
 
 def test_gather_fills_date_and_os() -> None:

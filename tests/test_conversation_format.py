@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nagent_lsp.core.model import Message
+from nagent_lsp.tags import render_result
 from nagent_lsp.tags.transcript import (
     INTERRUPTED,
     TurnStatus,
@@ -26,8 +28,6 @@ from nagent_lsp.tags.transcript import (
     user_prompt_block,
     utc_stamp,
 )
-from nagent_lsp.core.model import Message
-from nagent_lsp.tags import render_result
 
 # A file as nagent itself writes it (inline <system>, unescaped attrs, hook block, status line).
 NAGENT_FILE = """\
@@ -100,7 +100,7 @@ def test_a_tag_followed_by_text_on_its_line_is_text():
 
 
 def test_bodies_are_not_scanned_for_blocks():
-    text = agent_response_block("<nagent-write path=\"a\">\n<user-prompt>\nx\n</user-prompt>\n</nagent-write>")
+    text = agent_response_block('<nagent-write path="a">\n<user-prompt>\nx\n</user-prompt>\n</nagent-write>')
     assert [b.kind for b in parse_blocks(text)] == ["agent-response"]
 
 
@@ -196,7 +196,9 @@ def test_no_context_means_no_system_message_and_empty_responses_are_dropped():
 
 
 def test_consecutive_responses_merge_into_one_assistant_message():
-    text = append_blocks("", [agent_response_block("a"), TurnStatus(utc="u", turn=1).render(), agent_response_block("b")])
+    text = append_blocks(
+        "", [agent_response_block("a"), TurnStatus(utc="u", turn=1).render(), agent_response_block("b")]
+    )
     assert to_messages(text) == [Message("assistant", "a\nb")]
 
 
@@ -255,7 +257,7 @@ def test_last_turn_status_gives_running_totals():
 
 
 def test_utc_stamp():
-    assert utc_stamp(datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)) == "2025-01-02T03:04:05Z"
+    assert utc_stamp(datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2025-01-02T03:04:05Z"
     plus2 = timezone(timedelta(hours=2))
     assert utc_stamp(datetime(2025, 1, 2, 5, 4, 5, tzinfo=plus2)) == "2025-01-02T03:04:05Z"
     assert len(utc_stamp()) == 20
@@ -266,14 +268,35 @@ def test_utc_stamp():
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
 _tricky = st.one_of(
     _text,
-    st.builds(lambda a, t, b: a + t + b, _text, st.sampled_from(
-        ["</user-prompt>", "</agent-response>", "</nagent-read-result>", "</system>", "</initial_context>",
-         "\nInterrupted...\n", "\n<user-prompt>\n", "\r", "\r\n"]), _text),
+    st.builds(
+        lambda a, t, b: a + t + b,
+        _text,
+        st.sampled_from(
+            [
+                "</user-prompt>",
+                "</agent-response>",
+                "</nagent-read-result>",
+                "</system>",
+                "</initial_context>",
+                "\nInterrupted...\n",
+                "\n<user-prompt>\n",
+                "\r",
+                "\r\n",
+            ]
+        ),
+        _text,
+    ),
 )
-_attrs = st.dictionaries(st.from_regex(r"[a-z][a-z_]{0,6}", fullmatch=True).filter(lambda k: k != "body_chars"), _text, max_size=3)
+_attrs = st.dictionaries(
+    st.from_regex(r"[a-z][a-z_]{0,6}", fullmatch=True).filter(lambda k: k != "body_chars"), _text, max_size=3
+)
 _block = st.one_of(
     st.tuples(st.sampled_from(["user-prompt", "agent-response", "system", "nagent-next-input"]), st.just({}), _tricky),
-    st.tuples(st.sampled_from(["nagent-read-result", "nagent-shell-result", "nagent-write-result"]), _attrs, st.one_of(st.none(), _tricky)),
+    st.tuples(
+        st.sampled_from(["nagent-read-result", "nagent-shell-result", "nagent-write-result"]),
+        _attrs,
+        st.one_of(st.none(), _tricky),
+    ),
     st.tuples(st.just("nagent-turn-status"), st.just({"utc": "u", "turn": "1"}), st.none()),
 )
 
@@ -302,9 +325,24 @@ def test_appended_blocks_are_recovered(context, specs):
 
 _fragments = st.sampled_from(
     [
-        "<user-prompt>", "</user-prompt>", "<agent-response>", "</agent-response>", "<initial_context>",
-        "</initial_context>", '<nagent-turn-status turn="1" />', "Interrupted...", "<system>", "</system>",
-        '<nagent-read-result path="a" body_chars="3">', "\n", "\n", " ", "word", "<", "/>", "\r\n",
+        "<user-prompt>",
+        "</user-prompt>",
+        "<agent-response>",
+        "</agent-response>",
+        "<initial_context>",
+        "</initial_context>",
+        '<nagent-turn-status turn="1" />',
+        "Interrupted...",
+        "<system>",
+        "</system>",
+        '<nagent-read-result path="a" body_chars="3">',
+        "\n",
+        "\n",
+        " ",
+        "word",
+        "<",
+        "/>",
+        "\r\n",
     ]
 )
 
@@ -337,4 +375,4 @@ def test_parsing_and_messages_never_lose_user_text(parts):
         else:
             assert b.raw in user_text
     assert [m.role for m in messages].count("system") <= 1
-    assert all(a.role != b.role for a, b in zip(messages, messages[1:]))
+    assert all(a.role != b.role for a, b in zip(messages, messages[1:], strict=False))

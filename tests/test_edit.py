@@ -121,7 +121,7 @@ async def test_malformed_reply_corrected_then_exhausted(workspace, editors, fake
         second = fake_model.chat_requests[1].messages
         assert "rejected" in second[-1]["content"]
 
-        fake_model.script(text("just prose"), text("<nagent-write path=\"x\">"), text("more prose"))
+        fake_model.script(text("just prose"), text('<nagent-write path="x">'), text("more prose"))
         error = await editor.command_error("nagent.edit", {"uri": editor.uri(target), "request": "second"})
         assert "malformed after 3 attempts" in error.message
         assert len(editor.recorded.apply_edits) == 0

@@ -149,13 +149,16 @@ async def test_progress_begin_report_end(workspace, editors, fake_model) -> None
         assert any("turn 1" in (r.message or "") for r in reports if r.kind == "report")
 
 
-@pytest.mark.parametrize("mode,profile,answer,ran", [
-    ("ask", "vscode", "Run once", True),
-    ("ask", "vscode", "Deny", False),
-    ("ask", "eglot", None, False),  # eglot 1.9 cannot be asked: deny
-    ("deny", "vscode", None, False),
-    ("allow", "eglot", None, True),
-])
+@pytest.mark.parametrize(
+    "mode,profile,answer,ran",
+    [
+        ("ask", "vscode", "Run once", True),
+        ("ask", "vscode", "Deny", False),
+        ("ask", "eglot", None, False),  # eglot 1.9 cannot be asked: deny
+        ("deny", "vscode", None, False),
+        ("allow", "eglot", None, True),
+    ],
+)
 async def test_shell_permission(mode, profile, answer, ran, workspace, editors, fake_model) -> None:
     target = repo(workspace)
     fake_model.script(text("<nagent-shell>echo SHELL_$((40+2))</nagent-shell>"), DONE)

@@ -41,7 +41,7 @@ async def test_large_target_through_segments(workspace, editors, fake_model) -> 
     assert "function_4999" not in first_request  # a large target is not inlined in the context
     assert Path(seen["index"]).is_file()
     convo = Path(result["conversation"]["path"]).read_text()
-    assert 'mode="split"' in convo and 'status="ok"' in convo and "changed=\"true\"" in convo
+    assert 'mode="split"' in convo and 'status="ok"' in convo and 'changed="true"' in convo
 
 
 async def test_reading_a_large_file_twice_reuses_its_split(workspace, editors, fake_model) -> None:

@@ -20,13 +20,16 @@ BOB = dict(author="Bob Ray", email="bob@example.com")
 
 
 def make_story(root: Path) -> list[str]:
-    return build_repo(root, [
-        Commit("start", {"app.py": "a\nb\nc\n", "util.py": "u1\n", "notes.md": "n\n"}, **ANN),
-        Commit("app and util", {"app.py": "a\nB\nc\n", "util.py": "u2\n"}, **BOB),
-        Commit("move app", renames={"app.py": "src/app.py"}, **ANN),
-        Commit("bulk", {"src/app.py": "a\nB\nc\nd\n", **{f"gen/{i}.txt": f"{i}\n" for i in range(4)}}, **BOB),
-        Commit("app util notes", {"src/app.py": "a\nB\nC\nd\n", "util.py": "u3\n", "notes.md": "n2\n"}, **ANN),
-    ])
+    return build_repo(
+        root,
+        [
+            Commit("start", {"app.py": "a\nb\nc\n", "util.py": "u1\n", "notes.md": "n\n"}, **ANN),
+            Commit("app and util", {"app.py": "a\nB\nc\n", "util.py": "u2\n"}, **BOB),
+            Commit("move app", renames={"app.py": "src/app.py"}, **ANN),
+            Commit("bulk", {"src/app.py": "a\nB\nc\nd\n", **{f"gen/{i}.txt": f"{i}\n" for i in range(4)}}, **BOB),
+            Commit("app util notes", {"src/app.py": "a\nB\nC\nd\n", "util.py": "u3\n", "notes.md": "n2\n"}, **ANN),
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +48,10 @@ def repo(template, tmp_path: Path) -> tuple[Path, list[str]]:
 def summarising_responder(request) -> dict:
     """Answer a summary request with one line per (commit, path) found in the prompt."""
     prompt = request.messages[-1]["content"]
-    rows = [{"commit": sha, "path": path, "summary": f"Model says {sha[:7]} touched {path}."}
-            for sha, path in re.findall(r"Commit: ([0-9a-f]{40})\nPath: (.+)", prompt)]
+    rows = [
+        {"commit": sha, "path": path, "summary": f"Model says {sha[:7]} touched {path}."}
+        for sha, path in re.findall(r"Commit: ([0-9a-f]{40})\nPath: (.+)", prompt)
+    ]
     return {"text": json.dumps({"summaries": rows})}
 
 
@@ -122,8 +127,9 @@ async def test_hover_card_new_commit_and_summaries_once_across_restart(repo, iso
             assert f"**Line 2** last changed 2024-01-02 `{h[1][:7]}` Bob Ray: Model says {h[1][:7]}" in text
             assert "`util.py` high (75%)" in text
             asked = asked_pairs(fake.chat_requests)
-            assert sorted(asked) == sorted([(h[4], "src/app.py"), (h[3], "src/app.py"), (h[2], "src/app.py"),
-                                            (h[1], "app.py"), (h[0], "app.py")])
+            assert sorted(asked) == sorted(
+                [(h[4], "src/app.py"), (h[3], "src/app.py"), (h[2], "src/app.py"), (h[1], "app.py"), (h[0], "app.py")]
+            )
 
             sha = add_commit(root, Commit("fresh work", {"src/app.py": "z\n"}, **BOB))
             text = await poll(card, lambda t: sha[:7] in t and "Model says " + sha[:7] in t)

@@ -70,7 +70,7 @@ def test_all_eight_tags_parse_in_order():
 
 
 def test_write_body_is_raw_and_drops_only_one_leading_newline():
-    body = "\n\n<div>&amp; \"q\" </nagent-shell>\n"
+    body = '\n\n<div>&amp; "q" </nagent-shell>\n'
     parsed = parse_reply(f'<nagent-write path="f">\n{body}</nagent-write>')
     assert parsed.actions == (Write("f", body),)
     crlf = parse_reply('<nagent-write path="f">\r\nx\r\n</nagent-write>')
@@ -148,7 +148,7 @@ def test_error_offset_and_near_point_at_the_bad_tag():
 
 
 def test_unclosed_response_is_taken_to_the_end():
-    parsed = parse_reply('<thought\n<nagent-response>All done.\nBye')
+    parsed = parse_reply("<thought\n<nagent-response>All done.\nBye")
     assert parsed.actions == (Response("All done.\nBye"),)
     assert "unclosed-response" in [n.kind for n in parsed.notes]
     assert parsed.is_final
@@ -163,7 +163,7 @@ def test_unclosed_response_with_a_broken_open_tag_is_still_an_error():
 
 
 def test_prose_and_unknown_tags_are_ignored_with_notes():
-    reply = "Sure! Here you go.\n<thought>I should read</thought>\n<nagent-read path=\"a\"/>\nHope it helps"
+    reply = 'Sure! Here you go.\n<thought>I should read</thought>\n<nagent-read path="a"/>\nHope it helps'
     parsed = parse_reply(reply)
     assert parsed.actions == (Read("a"),)
     messages = [n.message for n in parsed.ignored]
@@ -225,7 +225,10 @@ def test_exact_duplicates_are_collapsed_first_kept():
     parsed = parse_reply(reply)
     assert parsed.actions == (Read("a"), Shell("ls"), Response("ok"))
     assert parsed.duplicates == 10
-    assert parsed.canonical() == '<nagent-read path="a" />\n<nagent-shell>ls</nagent-shell>\n<nagent-response>ok</nagent-response>'
+    assert (
+        parsed.canonical()
+        == '<nagent-read path="a" />\n<nagent-shell>ls</nagent-shell>\n<nagent-response>ok</nagent-response>'
+    )
     assert any("10 repeated" in a for a in advisories(parsed))
 
 
@@ -269,7 +272,7 @@ def test_a_fabricated_result_cuts_the_turn():
     ],
 )
 def test_any_driver_block_at_a_line_start_cuts(fake):
-    parsed = parse_reply(f"<nagent-read path=\"a\"/>\n{fake}\n<nagent-response>done</nagent-response>")
+    parsed = parse_reply(f'<nagent-read path="a"/>\n{fake}\n<nagent-response>done</nagent-response>')
     assert parsed.actions == (Read("a"),)
     assert parsed.fabrication is not None and parsed.fabrication.dropped == 1
 
@@ -315,9 +318,7 @@ def test_a_reply_that_is_only_fabrication_has_nothing_to_run():
 
 
 def test_a_fabricating_reply_cannot_end_the_run():
-    parsed = parse_reply(
-        "<nagent-response>Fixed.</nagent-response>\n<nagent-write-result path=\"a\" status=\"ok\" />"
-    )
+    parsed = parse_reply('<nagent-response>Fixed.</nagent-response>\n<nagent-write-result path="a" status="ok" />')
     assert parsed.actions == (Response("Fixed."),)
     assert not parsed.accepted and not parsed.is_final
     assert "<nagent-write-result>" in correction(parsed)
@@ -433,7 +434,7 @@ def test_result_attribute_conversion_and_names():
 def test_a_body_holding_its_own_close_tag_is_framed_and_reads_back():
     body = "tests use </nagent-read-result> literally\n"
     out = render_result("read", {"path": "t.py"}, body)
-    assert 'body_chars="%d"' % len(body) in out
+    assert f'body_chars="{len(body)}"' in out
     el = parse_element(out + "\ntrailing </nagent-read-result>", 0, framed=True)
     assert el.body == body and dict(el.attrs) == {"path": "t.py"}
     # Unframed (as a model would read it) the first close tag wins: why the frame exists.
@@ -480,7 +481,9 @@ _actions = st.one_of(
         _word.filter(_without("</nagent-conversation>")),
         st.one_of(st.none(), _word),
     ),
-    st.builds(lambda p, n: Conversation(p, conversation_name=n), _word.filter(_without("</nagent-conversation>")), _word),
+    st.builds(
+        lambda p, n: Conversation(p, conversation_name=n), _word.filter(_without("</nagent-conversation>")), _word
+    ),
 )
 _prose = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(lambda c: c != "<"), max_size=20)
 
@@ -497,7 +500,7 @@ def _dedup(actions):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(_actions, max_size=8), st.lists(_prose, min_size=9, max_size=9), st.booleans())
 def test_canonical_tags_parse_back_to_the_same_actions(actions, prose, wrap):
-    reply = "".join(p + a.to_tag() for p, a in zip(prose, actions)) + prose[-1]
+    reply = "".join(p + a.to_tag() for p, a in zip(prose, actions, strict=False)) + prose[-1]
     if wrap:
         reply = "<agent-response>\n" + reply + "\n</agent-response>"
     parsed = parse_reply(reply)
@@ -509,10 +512,30 @@ def test_canonical_tags_parse_back_to_the_same_actions(actions, prose, wrap):
 
 _fragments = st.sampled_from(
     [
-        "<nagent-shell>", "</nagent-shell>", '<nagent-read path="a"/>', "<nagent-response>", "</nagent-response>",
-        '<nagent-write path="x">', "</nagent-write>", "<nagent-shell-result>", "<system>", "</system>",
-        "<agent-response>", "</agent-response>", "<thought>", "<", ">", '"', "=", "/>", "\n", " ", "text",
-        'path="', "&quot;", "<nagent-conversation conversation-file=\"a\">",
+        "<nagent-shell>",
+        "</nagent-shell>",
+        '<nagent-read path="a"/>',
+        "<nagent-response>",
+        "</nagent-response>",
+        '<nagent-write path="x">',
+        "</nagent-write>",
+        "<nagent-shell-result>",
+        "<system>",
+        "</system>",
+        "<agent-response>",
+        "</agent-response>",
+        "<thought>",
+        "<",
+        ">",
+        '"',
+        "=",
+        "/>",
+        "\n",
+        " ",
+        "text",
+        'path="',
+        "&quot;",
+        '<nagent-conversation conversation-file="a">',
     ]
 )
 
@@ -533,7 +556,9 @@ def test_parse_reply_never_raises_and_is_consistent(parts):
 @settings(max_examples=100, deadline=None)
 @given(
     st.sampled_from(["read", "file-read", "file-patch", "write", "shell", "conversation"]),
-    st.dictionaries(st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True).filter(lambda k: k != "body_chars"), _text, max_size=4),
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True).filter(lambda k: k != "body_chars"), _text, max_size=4
+    ),
     st.one_of(st.none(), _text, _text.map(lambda s: s + "</nagent-shell-result>" + s)),
 )
 def test_rendered_results_parse_back(kind, attrs, body):

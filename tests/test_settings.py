@@ -25,7 +25,9 @@ async def test_each_source_overrides_the_one_before(workspace: Path, isolated_ho
     init = {"model": "init", "temperature": 0.7}
     ws_config = {"model": "pulled", "shell": "deny", "history": {"summarize": False}}
 
-    async with open_editor("vscode", workspace, isolated_home, env=env, init_options=init, configuration=ws_config) as editor:
+    async with open_editor(
+        "vscode", workspace, isolated_home, env=env, init_options=init, configuration=ws_config
+    ) as editor:
         status = await _settled_status(editor, lambda s: s["model"] == "pulled")
         assert status["configSources"] == [
             "defaults",

@@ -20,11 +20,48 @@ from nagent_lsp.text.split_rules import TYPES, UnknownSplitType, detect_split_ty
 # astral characters, braces and tags that unbalance naive depth counting.
 FRAGMENTS = st.sampled_from(
     [
-        "\n", "\r\n", "\r", "\n\n", "  ", "\t", "x = 1", "def f():", "class A:", "    return 1", "@dec",
-        "async def g():", "# Title", "## Sub", "{", "}", "};", "[", "],", "},", "\"k\": 1,", "---", "- item",
-        "key: value", "func main() {", "fn main() {", "pub struct S {", "public class A {", "#include <x.h>",
-        "export const a = 1;", "interface I {", "<root>", "</root>", "<a/>", "<!-- c -->", "// note",
-        "é", "😀", "𝄞", "\u2028", "ü", "日本",
+        "\n",
+        "\r\n",
+        "\r",
+        "\n\n",
+        "  ",
+        "\t",
+        "x = 1",
+        "def f():",
+        "class A:",
+        "    return 1",
+        "@dec",
+        "async def g():",
+        "# Title",
+        "## Sub",
+        "{",
+        "}",
+        "};",
+        "[",
+        "],",
+        "},",
+        '"k": 1,',
+        "---",
+        "- item",
+        "key: value",
+        "func main() {",
+        "fn main() {",
+        "pub struct S {",
+        "public class A {",
+        "#include <x.h>",
+        "export const a = 1;",
+        "interface I {",
+        "<root>",
+        "</root>",
+        "<a/>",
+        "<!-- c -->",
+        "// note",
+        "é",
+        "😀",
+        "𝄞",
+        "\u2028",
+        "ü",
+        "日本",
     ]
 )
 TEXT = st.lists(FRAGMENTS, max_size=120).map("".join)
@@ -48,7 +85,9 @@ def test_split_then_merge_is_exact_for_every_type(text, kind, target, natural):
         assert chunk, "no empty segments"
         chunk.decode("utf-8")  # never cut inside a character
         if i < len(segments):
-            assert chunk.endswith((b"\n", b"\r")) and not (chunk.endswith(b"\r") and data[s.end_byte : s.end_byte + 1] == b"\n")
+            assert chunk.endswith((b"\n", b"\r")) and not (
+                chunk.endswith(b"\r") and data[s.end_byte : s.end_byte + 1] == b"\n"
+            )
         line = s.end_line + 1
     assert line - 1 == count_lines(data)
 
@@ -106,7 +145,10 @@ def test_python_cuts_at_top_level_definitions_with_their_decorators_and_comments
 
 
 def test_python_natural_mode_gives_one_segment_per_definition():
-    data = b"import os\n\n\ndef a():\n    pass\n\n\nclass B:\n    def m(self):\n        pass\n\n\nasync def c():\n    pass\n"
+    data = (
+        b"import os\n\n\ndef a():\n    pass\n\n\nclass B:\n    def m(self):\n        pass\n\n\n"
+        b"async def c():\n    pass\n"
+    )
     chunks = [data[s.start_byte : s.end_byte] for s in plan_segments(data, "py", natural=True)]
     assert [c.split(b"\n")[0] for c in chunks] == [b"import os", b"def a():", b"class B:", b"async def c():"]
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from nagent_lsp.core.model import Message
-from nagent_lsp.text.edits import apply_edits, minimal_edits
 from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.model import Message
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange
 from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
 from nagent_lsp.operations.patch import patch
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange
 from nagent_lsp.operations.session import Session
 from nagent_lsp.operations.split import split
 from nagent_lsp.operations.summarize import file_summary_block, summarize
+from nagent_lsp.text.edits import apply_edits, minimal_edits
 
 
 class MemoryPort:

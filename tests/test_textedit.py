@@ -55,7 +55,7 @@ def test_minimal_edits_turn_old_into_new(pair, encoding):
     # Document order, non-overlapping: what clients require of one TextEdit[].
     keys = [(e.start_line, e.start_char, e.end_line, e.end_char) for e in edits]
     assert keys == sorted(keys)
-    for prev, cur in zip(edits, edits[1:]):
+    for prev, cur in zip(edits, edits[1:], strict=False):
         assert (prev.end_line, prev.end_char) <= (cur.start_line, cur.start_char)
 
 

@@ -57,11 +57,12 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Mapping, Union
+from typing import Any
 
-Entry = Union[str, Mapping[str, Any]]
+Entry = str | Mapping[str, Any]
 Responder = Callable[["RecordedRequest"], Entry]
 
 
@@ -168,7 +169,7 @@ class FakeOpenAI:
 
     # -- scripting ---------------------------------------------------------------------------------
 
-    def script(self, *replies: Entry) -> "FakeOpenAI":
+    def script(self, *replies: Entry) -> FakeOpenAI:
         with self._lock:
             self._queue.extend(_normalise(r) for r in replies)
         return self
@@ -197,7 +198,7 @@ class FakeOpenAI:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def reset(self) -> "FakeOpenAI":
+    def reset(self) -> FakeOpenAI:
         """Start over for the next test: no script, responder, default or recorded request; delayed replies
         of earlier requests are dropped instead of answered."""
         with self._lock:
@@ -218,7 +219,7 @@ class FakeOpenAI:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -244,8 +245,11 @@ class FakeOpenAI:
             return _normalise(self.responder(request))
         if self.default is not None:
             return _normalise(self.default)
-        return {"status": 400, "message": f"fake_openai: no scripted reply left for request #{number}",
-                "type": "fake_openai_script_exhausted"}
+        return {
+            "status": 400,
+            "message": f"fake_openai: no scripted reply left for request #{number}",
+            "type": "fake_openai_script_exhausted",
+        }
 
     def _sleep(self, seconds: float, generation: threading.Event | None = None) -> bool:
         """Wait; False when the server is closing or was reset since the request came (the handler gives up)."""
@@ -277,13 +281,17 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "authorization"}
-        return RecordedRequest(self.command, self.path, headers, "authorization" in {k.lower() for k in self.headers}, body)
+        return RecordedRequest(
+            self.command, self.path, headers, "authorization" in {k.lower() for k in self.headers}, body
+        )
 
     def _send_json(self, code: int, payload: Any, extra_headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self._send_raw(code, data, "application/json", extra_headers)
 
-    def _send_raw(self, code: int, data: bytes, content_type: str, extra_headers: Mapping[str, str] | None = None) -> None:
+    def _send_raw(
+        self, code: int, data: bytes, content_type: str, extra_headers: Mapping[str, str] | None = None
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -293,10 +301,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _error(self, code: int, message: str, *, type_: str | None = None, param: str | None = None,
-               headers: Mapping[str, str] | None = None) -> None:
-        error = {"message": message, "type": type_ or ("rate_limit_error" if code == 429 else "fake_error"),
-                 "param": param, "code": None}
+    def _error(
+        self,
+        code: int,
+        message: str,
+        *,
+        type_: str | None = None,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        error = {
+            "message": message,
+            "type": type_ or ("rate_limit_error" if code == 429 else "fake_error"),
+            "param": param,
+            "code": None,
+        }
         self._send_json(code, {"error": error}, headers)
 
     def _drop(self) -> None:
@@ -312,7 +331,9 @@ class _Handler(BaseHTTPRequestHandler):
         request = self._capture()
         self.server_fake._record(request)
         if self.path.rstrip("/") == "/v1/models":
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake_openai"} for m in self.server_fake.models]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake_openai"} for m in self.server_fake.models
+            ]
             self._send_json(200, {"object": "list", "data": data})
         else:
             self._error(404, f"fake_openai: no route GET {self.path}", type_="invalid_request_error")
@@ -346,8 +367,13 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {}
             if entry.get("retry_after") is not None:
                 headers["Retry-After"] = str(entry["retry_after"])
-            self._error(int(entry["status"]), entry.get("message") or f"fake_openai: scripted HTTP {entry['status']}",
-                        type_=entry.get("type"), param=entry.get("param"), headers=headers)
+            self._error(
+                int(entry["status"]),
+                entry.get("message") or f"fake_openai: scripted HTTP {entry['status']}",
+                type_=entry.get("type"),
+                param=entry.get("param"),
+                headers=headers,
+            )
             return
         body = request.body if isinstance(request.body, dict) else {}
         model = body.get("model") or "fake-model"
@@ -358,16 +384,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(entry, reply_id, model, content, usage, body)
             return
         if fault == "garbled":
-            self._send_raw(200, b'{"id": "' + reply_id.encode() + b'", "object": "chat.completion", "choices": [{"ind',
-                           "application/json")
+            self._send_raw(
+                200,
+                b'{"id": "' + reply_id.encode() + b'", "object": "chat.completion", "choices": [{"ind',
+                "application/json",
+            )
             return
         payload: dict[str, Any] = {
             "id": reply_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": entry.get("finish_reason", "stop"), "logprobs": None}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": entry.get("finish_reason", "stop"),
+                    "logprobs": None,
+                }
+            ],
         }
         if usage is not None:
             payload["usage"] = usage
@@ -401,9 +436,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         def chunk(delta: dict, finish: str | None, **extra: Any) -> str:
-            return json.dumps({"id": reply_id, "object": "chat.completion.chunk", "created": created, "model": model,
-                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-                               **extra})
+            return json.dumps(
+                {
+                    "id": reply_id,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                    **extra,
+                }
+            )
 
         if entry.get("fault") == "garbled":
             event('{"id": "' + reply_id + '", "choices": [')
@@ -421,8 +463,18 @@ class _Handler(BaseHTTPRequestHandler):
                 event(chunk({"content": piece}, None))
             event(chunk({}, entry.get("finish_reason", "stop")))
             if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
-                event(json.dumps({"id": reply_id, "object": "chat.completion.chunk", "created": created,
-                                  "model": model, "choices": [], "usage": usage}))
+                event(
+                    json.dumps(
+                        {
+                            "id": reply_id,
+                            "object": "chat.completion.chunk",
+                            "created": created,
+                            "model": model,
+                            "choices": [],
+                            "usage": usage,
+                        }
+                    )
+                )
             event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

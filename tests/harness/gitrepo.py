@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 BASE_EPOCH = 1704067200  # 2024-01-01T00:00:00Z
@@ -66,9 +66,7 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def git(path: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
     """Run one git command in `path` and return its stdout (raises CalledProcessError with stderr on failure)."""
-    done = subprocess.run(
-        ["git", *args], cwd=path, env=env or git_env(), input=input, capture_output=True, check=False
-    )
+    done = subprocess.run(["git", *args], cwd=path, env=env or git_env(), input=input, capture_output=True, check=False)
     if done.returncode != 0:
         raise subprocess.CalledProcessError(done.returncode, ["git", *args], done.stdout, done.stderr)
     return done.stdout.decode("utf-8", "replace")
@@ -81,7 +79,7 @@ def _epoch(date: str | int | None, previous: int | None) -> int:
         return date
     parsed = datetime.fromisoformat(date)
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return int(parsed.timestamp())
 
 
@@ -109,9 +107,15 @@ def _make(path: Path, commit: Commit, previous: int | None) -> tuple[str, int]:
         }
     )
     if commit.branch and commit.branch != _current_branch(path):
-        exists = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", f"refs/heads/{commit.branch}"], cwd=path, env=env, capture_output=True
-        ).returncode == 0
+        exists = (
+            subprocess.run(
+                ["git", "rev-parse", "--verify", "-q", f"refs/heads/{commit.branch}"],
+                cwd=path,
+                env=env,
+                capture_output=True,
+            ).returncode
+            == 0
+        )
         git(path, "checkout", "-q", *(() if exists else ("-b",)), commit.branch, env=env)
     if commit.merge:
         git(path, "merge", "-q", "--no-ff", "-m", commit.message, commit.merge, env=env)

@@ -362,8 +362,9 @@ class SharedServer:
     async def start(self) -> SharedServer:
         self.root.mkdir(parents=True, exist_ok=True)
         self.client = _make_client(self.link, self.profile, None)
-        self.encoding = await _launch(self.client, self.profile, self.root, self.home, self.env, self.init_options,
-                                      None, ("-v",))
+        self.encoding = await _launch(
+            self.client, self.profile, self.root, self.home, self.env, self.init_options, None, ("-v",)
+        )
         return self
 
     async def stop(self) -> None:

@@ -40,7 +40,9 @@ def raw(i: int, changes, author=b"Ann", email=b"ann@x", parents=None, subject=No
     return RawCommit(H[i], tuple(parents), author, email, 1_700_000_000 + i * 86400, text, fixed)
 
 
-def record(sha: str, changes: list[bytes], parents: str = "p", subject: bytes = b"msg", author: bytes = b"Ann") -> bytes:
+def record(
+    sha: str, changes: list[bytes], parents: str = "p", subject: bytes = b"msg", author: bytes = b"Ann"
+) -> bytes:
     head = b"\x01" + sha.encode() + b"\x1f" + parents.encode() + b"\x1f" + author + b"\x1fann@x\x1f1700000000\x1f"
     head += subject + b"\0"
     return head + (b"\n" + b"\0".join(changes) + b"\0" if changes else b"")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from nagent_lsp.config.settings import HistorySettings, Settings
-from nagent_lsp.operations import history
-from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.history.commit_summaries import make_model_summarizer, parse_summary_reply
 from nagent_lsp.history.service import HistoryService
+from nagent_lsp.operations import history
+from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.session import Session
 from tests.harness.gitrepo import Commit, add_commit, build_repo, git
 
@@ -36,7 +36,7 @@ def story(root: Path) -> dict[str, str]:
         Commit("Merge topic", merge="topic", **ANN),
     ])
     names = ["start", "app_util", "helper", "move", "reformat", "app_util_readme", "topic", "back", "merge"]
-    return dict(zip(names, h))
+    return dict(zip(names, h, strict=False))
 
 
 @pytest.fixture(scope="module")
@@ -116,14 +116,16 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     assert result["file"] == "src/app.py" and result["repository"] == str(root.resolve())
     first = result["commits"][0]
     assert first["hash"] == h["topic"] and first["short"] == h["topic"][:7] and first["subject"] == "topic: helper"
-    assert first["author"] == "Bob Ray" and first["email"] == "bob@example.com" and first["date"].startswith("2024-01-07")
+    assert first["author"] == "Bob Ray" and first["email"] == "bob@example.com"
+    assert first["date"].startswith("2024-01-07")
     assert "summary" not in first  # no model configured
     assert result["authors"][0] == {"name": "Ann Lee", "email": "ann@example.com", "commits": 3}
     assert result["coedits"][0] == {"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}
     assert "util.py" in result["markdown"]
     assert len(history.history_result(s, HistoryArgs(app, maxCommits=2))["commits"]) == 2
     co = history.coedits_result(s, CoeditsArgs(app, limit=1))
-    assert co == {"file": "src/app.py", "commits": 5, "rows": [{"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}]}
+    util = {"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}
+    assert co == {"file": "src/app.py", "commits": 5, "rows": [util]}
     outside = tmp_path / "loose.txt"
     outside.write_text("x")
     with pytest.raises(UserError, match="not inside a git repository"):
@@ -200,7 +202,7 @@ class CountingSummarizer:
     def __call__(self, items):
         with self.lock:
             self.calls.append([(sha, path) for sha, path, _s, _d in items])
-        for sha, path, subject, diff in items:
+        for _sha, _path, _subject, diff in items:
             assert diff  # the diff excerpt reached the model
         return {(sha, path): f"summary of {subject} in {path}" for sha, path, subject, _d in items}
 

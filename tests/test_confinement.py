@@ -284,3 +284,24 @@ async def test_deny_read_is_case_insensitive_for_the_model(workspace, editors, f
     assert convo.count("denyRead pattern") == 2 * len(names)
     assert "env-secret-value" not in everything_sent(fake_model) and "env-secret-value" not in convo
     assert MODEL_KEY not in everything_sent(fake_model)
+
+
+async def test_history_of_a_file_outside_the_workspace_is_refused_and_leaves_no_state(
+    workspace, editors, tmp_path
+) -> None:
+    """Hover, didOpen and nagent.history read git history only for files the read rules allow: a file of another
+    repository (opened through go-to-definition, say) gets no card and no `.nagent/` in that repository."""
+    build_repo(workspace, [Commit("ours", {"ours.py": "x = 1\n"})])
+    other = tmp_path / "other-repo"
+    build_repo(other, [Commit("theirs", {"lib.py": "y = 2\n"}), Commit("again", {"lib.py": "y = 3\n"})])
+    async with editors.open("vscode", workspace) as editor:
+        editor.open(other / "lib.py")
+        assert await editor.hover(other / "lib.py", 0) is None
+        error = await editor.command_error("nagent.history", {"uri": editor.uri(other / "lib.py")})
+        assert error.code == INVALID_PARAMS and "uri" in error.message and "outside" in error.message, error.message
+        error = await editor.command_error("nagent.coedits", {"uri": editor.uri(other / "lib.py")})
+        assert error.code == INVALID_PARAMS, error.message
+        # The file of our own repository still has its history: the refusal is about the place, not git.
+        ours = await editor.command("nagent.history", {"uri": editor.uri(workspace / "ours.py")})
+        assert [c["subject"] for c in ours["commits"]] == ["ours"]
+    assert not (other / ".nagent").exists()

@@ -104,7 +104,8 @@ async def test_history_and_coedits_commands(profile: str, repo, editors, tmp_pat
         loose.parent.mkdir()
         loose.write_text("x\n")
         outside = await editor.command_error("nagent.history", {"uri": loose.as_uri()})
-        assert outside.code == -32001 and "git" in outside.message
+        # DESIGN §12: history reads follow the read rules; a file outside the workspace is refused, naming the field
+        assert outside.code == -32602 and "uri" in outside.message and "outside the workspace" in outside.message
         assert await editor.hover(loose, 0) is None  # no card, no error
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nagent_lsp.config.settings import HistorySettings, Settings
-from nagent_lsp.core.errors import UserError
+from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.history.commit_summaries import make_model_summarizer, parse_summary_reply
 from nagent_lsp.history.service import HistoryService
 from nagent_lsp.operations import history
@@ -128,7 +128,7 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     assert co == {"file": "src/app.py", "commits": 5, "rows": [util]}
     outside = tmp_path / "loose.txt"
     outside.write_text("x")
-    with pytest.raises(UserError, match="not inside a git repository"):
+    with pytest.raises(InvalidArgument, match="outside the workspace"):  # DESIGN §12: the read rules apply
         history.history_result(s, HistoryArgs(outside.as_uri()))
     assert history.hover_markdown(s, outside, 1) is None
     assert history.file_history_block(s, outside) == ""

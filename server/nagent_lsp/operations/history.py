@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.config.args import file_argument
 from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.config.state_root import git_toplevel
@@ -32,6 +33,7 @@ from nagent_lsp.history.render import HistoryView
 from nagent_lsp.history.service import BLAME_WAIT, HOVER_WAIT, HistoryService, Summarizer
 from nagent_lsp.llm.models import optional_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
+from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
 
 # -- session-level entry points -------------------------------------------------------------------------------------
@@ -60,6 +62,8 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
     """The repository's service and the file's path in it; None outside git. `background=False` (CLI): load the
     persisted index if there is one, never start a full build."""
     path = Path(os.path.abspath(path))
+    if not read_rules(session, path).allows(path):
+        return None  # outside the workspace or denyRead: no history, and no .nagent/ in someone else's repository
     top = git_toplevel(str(path if path.is_dir() else path.parent))
     if top is None:
         return None
@@ -74,6 +78,10 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
 
 
 def _require(session: Session, path: Path, background: bool = True) -> tuple[HistoryService, str]:
+    try:
+        read_rules(session, path).confine(path)
+    except Refused as exc:
+        raise refusal(exc, "uri") from None
     found = service_for(session, path, background=background)
     if found is None:
         raise UserError(f"{path} is not inside a git repository, so it has no history.")

@@ -92,6 +92,7 @@ def test_tcp_transport(tmp_path) -> None:
     finally:
         server.kill()
         server.wait(5)
+        server.stderr.close()
 
 
 async def test_failures_are_forwarded_to_the_client_log(workspace: Path, editors) -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 UNKNOWN = "unknown field"
 
@@ -119,6 +119,12 @@ def problems(exc: BaseException, path: str = "", kind: Any = None) -> Iterator[t
         named, unnamed = exc.group_exceptions()
         for sub, note in named:
             yield from problems(sub, f"{path}{note.name}.", note.type)
+        for sub in unnamed:
+            yield from problems(sub, path, kind)
+    elif isinstance(exc, IterableValidationError):  # a list's index or a mapping's key names the element
+        named, unnamed = exc.group_exceptions()
+        for sub, item in named:
+            yield from problems(sub, f"{path}{item.index}.", item.type)
         for sub in unnamed:
             yield from problems(sub, path, kind)
     elif isinstance(exc, KeyError):

@@ -22,6 +22,8 @@ from nagent_lsp.core.secret_env import process_environ
 
 DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # DESIGN §4.1: no file larger than this is read for any command
+# DESIGN §9: matched case-insensitively on the resolved path, relative to its workspace folder.
+DEFAULT_DENY_WRITE = (".git/**", ".nagent/**", ".env", ".env.*", "*.pem", "*.key", "id_rsa*")
 EnvName = Annotated[
     str,
     Check(
@@ -36,6 +38,32 @@ class HistorySettings:
     maxCommits: Annotated[int, Between(1, 100_000)] = 200
     maxChangesetFiles: Annotated[int, Between(1, 100_000)] = 50
     summarize: bool = True
+    shareSummaries: Literal["off", "notes"] = "off"  # DESIGN §11: "notes" shares commit summaries via git notes
+
+
+@attrs.frozen
+class ConversationSettings:
+    tokenBudget: Annotated[int, Between(1000, 100_000_000)] = 60000  # DESIGN §11: memory is folded above this
+
+
+@attrs.frozen
+class Price:
+    """Currency units per million tokens (DESIGN §10)."""
+
+    input: Annotated[float, Between(0, 1_000_000)]
+    output: Annotated[float, Between(0, 1_000_000)]
+
+
+@attrs.frozen
+class ModelProfile:
+    """A named model (DESIGN §10): unset fields fall back to the top-level settings."""
+
+    model: str
+    baseUrl: str | None = None
+    apiKeyEnv: EnvName | None = None
+    temperature: Annotated[float, Between(0, 2)] | None = None
+    maxOutputTokens: Annotated[int, Between(1, 1_000_000)] | None = None
+    price: Price | None = None
 
 
 @attrs.frozen
@@ -54,6 +82,11 @@ class Settings:
     confirmEdits: bool = False
     stateRoot: str | None = None
     history: HistorySettings = attrs.Factory(HistorySettings)
+    models: dict[str, ModelProfile] = attrs.Factory(dict)  # named profiles; `model`/`summaryModel` may name one
+    summaryModel: str | None = None  # commit/file summaries and compaction; None: `model`
+    writeScope: Literal["target", "workspace"] = "workspace"
+    denyWrite: tuple[str, ...] = DEFAULT_DENY_WRITE
+    conversation: ConversationSettings = attrs.Factory(ConversationSettings)
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The key from `environ`, by default the process's environment with its held secrets
@@ -127,12 +160,14 @@ def merge(sources: list[Source]) -> Resolved:
             try:
                 converter.structure(nest({key: value}), Settings)
             except cattrs.BaseValidationError as exc:
-                message = next(problems(exc))[1]
-                if message == UNKNOWN:
-                    found.append(SettingError(key, f"unknown setting (in {where})"))
-                else:
-                    found.append(SettingError(key, f"{message} (in {where}); keeping the previous value"))
+                for field, message in problems(exc):  # a nested value (models.NAME.price) is named in full
+                    if message == UNKNOWN:
+                        found.append(SettingError(field or key, f"unknown setting (in {where})"))
+                    else:
+                        found.append(SettingError(field or key, f"{message} (in {where}); keeping the previous value"))
             else:
+                if key == "models" and isinstance(chosen.get(key), Mapping):
+                    value = {**chosen[key], **value}  # profiles from several sources add up; a later one wins by name
                 chosen[key] = value
     settings = converter.structure(nest(chosen), Settings)
     return Resolved(settings, tuple(s.name for s in sources), tuple(found))

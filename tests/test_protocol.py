@@ -15,6 +15,7 @@ from nagent_lsp.tags import (
     FileRead,
     Next,
     Read,
+    Replace,
     Response,
     Shell,
     TagSyntaxError,
@@ -32,12 +33,14 @@ from nagent_lsp.tags import (
     shell_result_body,
     unescape_attr,
 )
+from nagent_lsp.text.search_replace import Block
 
 ALL_EIGHT = (
     '<nagent-read path="src/a.py"/>\n'
     '<nagent-file-read path="big.c" />\n'
     '<nagent-file-patch index="/s/index.json"/>\n'
     '<nagent-write path="a.py">\nprint("x" < 1 && y)\n</nagent-write>\n'
+    '<nagent-replace path="a.py">\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n</nagent-replace>\n'
     "<nagent-shell>ls -la</nagent-shell>\n"
     "<nagent-next>check the tests</nagent-next>\n"
     '<nagent-conversation conversation-file="worker">summarise</nagent-conversation>\n'
@@ -58,6 +61,7 @@ def test_all_eight_tags_parse_in_order():
         FileRead("big.c"),
         FilePatch("/s/index.json"),
         Write("a.py", 'print("x" < 1 && y)\n'),
+        Replace("a.py", (Block("old", "new"),)),
         Shell("ls -la"),
         Next("check the tests"),
         Conversation("summarise", conversation_file="worker"),
@@ -377,10 +381,12 @@ def test_exhausted_messages():
 
 def test_rules_list_every_tag_form_and_each_form_parses():
     rules = protocol_rules()
-    forms = [line.split(" — ")[0] for line in rules.splitlines() if line.startswith("<nagent-")]
-    assert len(forms) == 10
-    kinds = []
+    forms = [line.split(" — ")[0] for line in rules.splitlines() if line.startswith("<nagent-") and " — " in line]
+    assert len(forms) == 11
+    kinds = ["nagent-replace"]  # its blocks take lines of their own: the rules show it in full below the list
     for form in forms:
+        if form.startswith("<nagent-replace"):
+            continue
         parsed = parse_reply(form)
         assert parsed.error is None and len(parsed.actions) == 1, form
         kinds.append(type(parsed.actions[0]).tag)

@@ -1,4 +1,4 @@
-"""The eight actions a model may emit, as typed values.
+"""The actions a model may emit (nagent's eight and <nagent-replace>), as typed values.
 
 Each action knows its canonical tag form (``to_tag``) so a reply that had junk or duplicates
 removed can be recorded as exactly what will run.
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
+
+from nagent_lsp.text.search_replace import Block, render_blocks
 
 from .lexer import escape_attr
 
@@ -74,6 +76,18 @@ class Write:
 
 
 @dataclass(frozen=True)
+class Replace:
+    """Change a file in place with SEARCH/REPLACE blocks (DESIGN §11): every block applies, or none does."""
+
+    path: str
+    blocks: tuple[Block, ...]
+    tag: ClassVar[str] = "nagent-replace"
+
+    def to_tag(self) -> str:
+        return f'<{self.tag} path="{escape_attr(self.path)}">\n{render_blocks(self.blocks)}</{self.tag}>'
+
+
+@dataclass(frozen=True)
 class Shell:
     """Run a shell command (subject to the shell permission)."""
 
@@ -113,10 +127,10 @@ class Conversation:
         return f"<{self.tag}{attr}>{self.prompt}</{self.tag}>"
 
 
-Action = Response | Read | FileRead | FilePatch | Write | Shell | Next | Conversation
+Action = Response | Read | FileRead | FilePatch | Write | Replace | Shell | Next | Conversation
 
 #: Tag name -> action class, in the order the protocol rules list them.
 ACTION_TYPES: dict[str, type] = {
-    cls.tag: cls for cls in (Response, Read, FileRead, FilePatch, Write, Shell, Next, Conversation)
+    cls.tag: cls for cls in (Response, Read, FileRead, FilePatch, Write, Replace, Shell, Next, Conversation)
 }
 KNOWN_TAGS = frozenset(ACTION_TYPES)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from nagent_lsp.text.search_replace import BlockSyntaxError, parse_blocks
+
 from .actions import (
     KNOWN_TAGS,
     Action,
@@ -19,6 +21,7 @@ from .actions import (
     FileRead,
     Next,
     Read,
+    Replace,
     Response,
     Shell,
     Write,
@@ -40,6 +43,7 @@ DRIVER_TAGS = frozenset(
         "nagent-file-read-result",
         "nagent-file-patch-result",
         "nagent-write-result",
+        "nagent-replace-result",
         "nagent-shell-result",
         "nagent-conversation-result",
         "nagent-agent-result",
@@ -184,6 +188,16 @@ def _action(el: Element) -> Action:
             raise TagSyntaxError("<nagent-write> has an empty path", el.start)
         content = body[2:] if body.startswith("\r\n") else body[1:] if body.startswith("\n") else body
         return Write(attrs["path"], content)
+    if name == "nagent-replace":
+        if list(attrs) != ["path"]:
+            raise TagSyntaxError('<nagent-replace> needs exactly one attribute, path="..."', el.start)
+        if not attrs["path"].strip():
+            raise TagSyntaxError("<nagent-replace> has an empty path", el.start)
+        try:
+            blocks = parse_blocks(body)
+        except BlockSyntaxError as exc:
+            raise TagSyntaxError(f"<nagent-replace>: {exc}", el.start) from None
+        return Replace(attrs["path"], blocks)
     # nagent-conversation
     for key in attrs:
         if key not in _CONVERSATION_ATTRS:

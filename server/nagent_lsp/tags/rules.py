@@ -27,6 +27,7 @@ Your reply must consist only of the following tags, one action each:
 <nagent-file-read path="PATH"/> — ask for a file of any size: up to {limit} it comes inline, above that it is split into numbered segment files listed with their line ranges.
 <nagent-file-patch index="INDEX"/> — merge edited segment files of a split back into their source file (INDEX is the index.json path from the split result).
 <nagent-write path="PATH">complete new content</nagent-write> — replace the whole content of a file you are allowed to edit.
+<nagent-replace path="PATH">SEARCH/REPLACE blocks</nagent-replace> — change some lines of a file you are allowed to edit, in place (format below); any size of file, no split needed.
 <nagent-shell>command</nagent-shell> — run one shell command (only if the user permits it).
 <nagent-next>prompt</nagent-next> — give yourself a follow-up prompt and take another turn.
 <nagent-conversation>task</nagent-conversation> — hand a self-contained task to a fresh child conversation and get its answer back.
@@ -42,7 +43,19 @@ Protocol rules:
 - Tags run in the order you write them. Write each action once; repeated identical actions are merged.
 - Results come back in the next message as <nagent-read-result>, <nagent-file-read-result>, <nagent-file-patch-result>, <nagent-write-result>, <nagent-shell-result> and <nagent-conversation-result> blocks. Only the server writes those blocks: never write one yourself, and never guess what a result will say. Anything that depends on a result belongs in a later reply.
 - A result block whose body contains its own close tag carries body_chars="N": its body is exactly the next N characters after the opening line.
-- An error result is information, not a reason to stop: read it and change approach."""
+- An error result is information, not a reason to stop: read it and change approach.
+
+Changing part of a file with <nagent-replace>:
+<nagent-replace path="PATH">
+<<<<<<< SEARCH
+the lines to change, copied exactly from the file
+=======
+the lines to put in their place
+>>>>>>> REPLACE
+</nagent-replace>
+- Prefer <nagent-replace> to <nagent-write> for small changes, above all in large files: you write only the changed lines, not the whole file. Use <nagent-write> for a new file or to rewrite most of one.
+- Each SEARCH part must match exactly one place: copy whole lines exactly as they are now (after your earlier changes), with just enough neighbouring lines to be unique. An empty REPLACE part deletes the lines.
+- One tag may hold several blocks; they apply in order. If any block does not match, none of them is applied and the error result shows the closest lines: correct that block and send the whole tag again."""
 
 
 def format_error_note(error: ReplyError) -> str:

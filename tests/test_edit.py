@@ -11,7 +11,7 @@ from lsprotocol import types
 
 from tests.harness.fake_openai import slow, text
 from tests.harness.gitrepo import Commit, build_repo
-from tests.harness.lsp import MODEL_KEY, wait_until
+from tests.harness.lsp import MODEL_KEY, repository_settings, wait_until
 
 ORIGINAL = "import os\n\n\ndef greet(name):\n    return 'hi ' + name\n\n\ndef main():\n    print(greet('x'))\n"
 UNSAVED = ORIGINAL.replace("def main():", "def main():  # unsaved note")
@@ -88,6 +88,7 @@ async def test_refusals_are_recorded_and_nothing_leaks(workspace, editors, fake_
     outside.write_text("OUTSIDE_SECRET\n")
     (workspace / "link.txt").symlink_to(outside)
     other = workspace / "helper.py"
+    repository_settings(workspace, {"writeScope": "target"})  # the target's rule: a neighbour is refused
     fake_model.script(
         text(
             '<nagent-read path=".env"/>\n<nagent-read path="../outside.txt"/>\n<nagent-read path="link.txt"/>\n'

@@ -8,17 +8,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.agent.changeset import ChangeSet, WriteTarget
 from nagent_lsp.agent.permissions import ShellPermission
-from nagent_lsp.agent.sandbox import ReadRules
+from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.agent.splits import StagedSplits
 from nagent_lsp.config.settings import Settings
+from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.model import Message, Reply
 from nagent_lsp.core.ports import EditorPort, Progress
 from nagent_lsp.llm.tokens import Tokens
+from nagent_lsp.store.splits import read_segment
 
 MAX_DEPTH = 2  # sub-conversations may nest this deep; deeper requests get an error result
 
 Complete = Callable[..., Awaitable[Reply]]  # complete(messages: list[Message], *, cancel) -> Reply
+# May the model write this (resolved) path? (allowed, reason when not). The agents' `write` permission (allow/ask/
+# deny per path glob) plugs in here; it may be async (an `ask` goes to the user). Scope rules are checked first.
+WritePermission = Callable[[Path], "tuple[bool, str] | Awaitable[tuple[bool, str]]"]
+
+
+def allow_every_write(path: Path) -> tuple[bool, str]:
+    return True, ""
 
 
 @dataclass
@@ -42,6 +52,9 @@ class EditSession:
     base_text: str | None = None  # the target's text when the run started (None: the staged text at start)
     # Segment writes and re-splits, seen by this run alone until its change is applied (shared with children).
     splits: StagedSplits = field(default_factory=StagedSplits)
+    # Every other file the run wrote or created (DESIGN §9), shared with children; delivered with the target.
+    changes: ChangeSet = field(default_factory=ChangeSet)
+    write_permission: WritePermission = allow_every_write
 
     def __post_init__(self) -> None:
         if self.base_text is None:
@@ -61,6 +74,31 @@ class EditSession:
     def edited(self) -> bool:
         """Whether the run has changed the target's text (then a split of it describes unapplied text)."""
         return self.staged != self.base_text
+
+    def text_of(self, where: WriteTarget) -> str:
+        """The text a write target holds as this run sees it (its staged edits included); `Refused` when an
+        existing file cannot be read as text. With `stage`, the one write path `<nagent-write>` and
+        `<nagent-replace>` share (targets come from `agent.write_policy.resolve_write`)."""
+        if where.kind == "target":
+            return self.staged
+        if where.kind == "segment":
+            text = self.splits.text(where.path)
+            if text is None:
+                try:
+                    text = read_segment(where.path, self.settings.maxFileBytes).decode("utf-8")
+                except (SplitError, OSError, UnicodeDecodeError) as exc:
+                    raise Refused(f"{where.path} cannot be read ({exc})", "io") from None
+            return text
+        return self.changes.open(where.path, self.port, self.read_rules(), created=where.kind == "new").text
+
+    def stage(self, where: WriteTarget, text: str) -> None:
+        """Stage `text` as the new content of a write target; nothing reaches the disk during the run."""
+        if where.kind == "target":
+            self.staged = text
+        elif where.kind == "segment":
+            self.splits.write(where.path, text)  # seen by this run alone; merged by <nagent-file-patch>
+        else:
+            self.changes.open(where.path, self.port, self.read_rules(), created=where.kind == "new").text = text
 
     def outputs_dir(self) -> Path:
         return self.state_root / "outputs"

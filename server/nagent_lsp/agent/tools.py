@@ -1,6 +1,11 @@
 """Running the model's actions inside an editor session; each returns the result block for the conversation.
 
 Refusals and failures are results the model reads, never exceptions that end the run.
+
+The write path: `agent.write_policy.resolve_write(session, path)` says where a write may go (or `Refused`, with the
+reason for the model), `session.text_of(where)` is that file's text as the run sees it and `session.stage(where,
+text)` stages new text. `<nagent-write>` and `<nagent-replace>` both go through that one pair; reads of a staged file
+(`<nagent-read>`, `<nagent-file-read>`) answer its staged text.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import Refused, resolve_in
 from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, split_text, trusted_splits_of
-from nagent_lsp.agent.write_policy import check_write
+from nagent_lsp.agent.write_policy import resolve_write
 from nagent_lsp.core.errors import PatchError, SplitError
 from nagent_lsp.core.identity import file_id_for, sha256_hex
 from nagent_lsp.core.limits import INLINE_LIMIT
@@ -37,7 +42,7 @@ async def execute(session: EditSession, action: Action) -> str:
     if isinstance(action, FilePatch):
         return _file_patch(session, action.index)
     if isinstance(action, Write):
-        return _write(session, action.path, action.content)
+        return await _write(session, action.path, action.content)
     if isinstance(action, Shell):
         return await _shell(session, action.command)
     raise TypeError(f"not an executable action: {action!r}")
@@ -87,7 +92,26 @@ def _run_segment(session: EditSession, path_str: str) -> tuple[Path, str] | None
     return path, text
 
 
+def _staged_other(session: EditSession, path_str: str) -> str | None:
+    """The staged text of a non-target file this run wrote (or created), when `path_str` names it."""
+    if not session.changes.files:
+        return None
+    try:
+        path = resolve_in(path_str, session.cwd)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    staged = session.changes.get(path)
+    if staged is None or not session.read_rules().allows(path):
+        return None
+    return staged.text
+
+
 def _read(session: EditSession, path_str: str) -> str:
+    other = _staged_other(session, path_str)
+    if other is not None:
+        if len(other.encode("utf-8")) > INLINE_LIMIT:
+            return render_result("read", {"path": path_str, "error": f"file too large ({INLINE_LIMIT} bytes max)"})
+        return render_result("read", {"path": path_str}, other)
     if _names_target(session, path_str):
         # The model reads back its own staged edits, not the text it started from.
         if len(session.staged.encode("utf-8")) > INLINE_LIMIT:
@@ -113,8 +137,11 @@ def _file_read(session: EditSession, path_str: str) -> str:
         path = rules.confine(path_str, base=session.cwd)
     except Refused as exc:
         return render_result("file-read", {"path": path_str, "error": f"read refused: {exc.reason}"})
+    other = session.changes.get(path)
     if _is_target(session, path):
         text = session.staged
+    elif other is not None:
+        text = other.text
     else:
         outcome = read_with(rules, path_str, session.port, base=session.cwd, limit=rules.max_bytes)
         if not outcome.ok:
@@ -238,32 +265,22 @@ def _same_file(path: Path, file_id: str) -> bool:
         return False
 
 
-def _write(session: EditSession, path_str: str, content: str) -> str:
-    segments: set[Path] = set()
-    for split in trusted_splits_of(session.splits_root(), session.target, session.read_rules(), session.file_id):
-        session.splits.remember(split)
-    for split in session.splits.splits.values():
-        if _is_target(session, split.source) or _same_file(split.source, session.file_id):
-            segments.update(split.paths)
+async def _write(session: EditSession, path_str: str, content: str) -> str:
     try:
-        where = check_write(
-            path_str, session.target, target_file_id=session.file_id, base=session.cwd, segments=segments
-        )
+        where = await resolve_write(session, path_str)
+        if where.kind in ("file", "new"):
+            session.text_of(where)  # an existing file must be readable text before it is replaced
     except Refused as exc:
         return render_result("write", {"path": path_str, "status": "error"}, exc.reason)
-    if where.kind == "target":
-        session.staged = content
-        staged_note = "staged"
-    else:
-        session.splits.write(where.path, content)  # seen by this run alone; merged by <nagent-file-patch>
-        staged_note = "segment"
+    session.stage(where, content)
+    kind = {"target": "staged", "segment": "segment", "file": "staged", "new": "created"}[where.kind]
     attrs = {
         "path": path_str,
         "status": "ok",
         "resolved": where.path,
         "bytes": len(content.encode("utf-8")),
         "lines": content.count("\n"),
-        "kind": staged_note,
+        "kind": kind,
     }
     session.report(f"wrote {where.path.name}")
     return render_result("write", attrs)

@@ -37,6 +37,12 @@
 (declare-function lsp--workspace-work-done-tokens "lsp-mode" (workspace))
 (declare-function lsp--client-server-id "lsp-mode" (client))
 (declare-function lsp-configuration-section "lsp-mode" (section))
+(declare-function lsp-request "lsp-mode" (method params &rest args))
+(declare-function lsp--text-document-position-params "lsp-mode" (&optional identifier position))
+(declare-function lsp-session "lsp-mode" ())
+(declare-function lsp--session-workspaces "lsp-mode" (session))
+(declare-function lsp--workspace-root "lsp-mode" (workspace))
+(defvar lsp-language-id-configuration)
 
 (defcustom nagent-lsp-mode-activation t
   "Where lsp-mode starts nagent-lsp (as an add-on beside other servers).
@@ -151,12 +157,49 @@ command asks for it; a list: buffers in one of these major modes."
              (lsp--workspace-work-done-tokens workspace))
     (and texts (string-join texts " | "))))
 
+(defun nagent-lsp-mode--hover (workspace)
+  "textDocument/hover of WORKSPACE at point."
+  (let ((lsp--buffer-workspaces (list workspace)))
+    (lsp-request "textDocument/hover" (lsp--text-document-position-params))))
+
+(defun nagent-lsp-mode--managed-p ()
+  "Non-nil when nagent-lsp's lsp-mode workspace manages the current buffer."
+  (and (bound-and-true-p lsp-mode) (nagent-lsp-mode--find) t))
+
+(defun nagent-lsp-mode--workspace-for (file)
+  "A running nagent-lsp workspace whose root holds FILE, or nil."
+  (cl-find-if (lambda (ws)
+                (and (eq (nagent-lsp-mode--server-id ws) 'nagent-lsp)
+                     (eq (lsp--workspace-status ws) 'initialized)
+                     (string-prefix-p (file-name-as-directory
+                                       (file-truename (lsp--workspace-root ws)))
+                                      (file-truename file))))
+              (lsp--session-workspaces (lsp-session))))
+
+(defun nagent-lsp-mode--manage-conversation ()
+  "Connect a conversation buffer to the running nagent-lsp workspace.
+The server then reads the conversation's unsaved text."
+  (when (and buffer-file-name
+             (not (eq nagent-backend 'eglot))
+             (not (bound-and-true-p lsp-mode))
+             (nagent-lsp-mode--workspace-for buffer-file-name))
+    (let ((nagent-lsp-mode--force t))
+      (lsp))))
+
 (defun nagent-lsp-mode--notify-settings (workspace)
   "Send the current `nagent-settings' to WORKSPACE."
   (nagent-lsp-mode--register-settings)
   (let ((lsp--cur-workspace workspace))
     (lsp-notify "workspace/didChangeConfiguration"
                 (list :settings (list :nagent (nagent--settings-json))))))
+
+(add-to-list 'lsp-language-id-configuration
+             '(nagent-conversation-mode . "nagent-conversation"))
+(add-hook 'nagent-conversation-mode-hook #'nagent-lsp-mode--manage-conversation)
+(dolist (buf (buffer-list))
+  (with-current-buffer buf
+    (when (derived-mode-p 'nagent-conversation-mode)
+      (nagent-lsp-mode--manage-conversation))))
 
 (lsp-register-client
  (make-lsp-client

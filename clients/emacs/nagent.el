@@ -1,6 +1,6 @@
 ;;; nagent.el --- Per-file LLM editing through the nagent-lsp language server  -*- lexical-binding: t -*-
 
-;; Version: 0.1.0
+;; Version: 0.2.0
 ;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: tools, convenience, languages
 ;; URL: https://example.invalid/nagent-lsp
@@ -15,24 +15,39 @@
 ;; through lsp-mode when the buffer already uses lsp-mode (see
 ;; nagent-lsp-mode.el, loaded automatically once lsp-mode is loaded).
 ;;
+;; Everything that waits for the model is asynchronous: `nagent-edit'
+;; returns at once, the mode line shows the run's progress, the edit
+;; arrives as an ordinary undoable change, the answer is added to the
+;; *nagent* buffer, and `nagent-cancel' stops a run.
+;;
 ;; Commands (all callable from Lisp with arguments):
 ;;
 ;;   `nagent-edit'                 edit the buffer (or the region) with a request
+;;                                 (C-u: pick an agent)
+;;   `nagent-run-recipe'           run a recipe on the buffer (or the region)
+;;   `nagent-cancel'               stop a running request
+;;   `nagent-review'               review a proposal hunk by hunk
 ;;   `nagent-open-conversation'    open the file's conversation
 ;;   `nagent-history'              *nagent-history*: commits, authors, co-edits
 ;;   `nagent-coedits'              *nagent-coedits*: files that change together
+;;   `nagent-hover'                the whole history card in *nagent-hover*
 ;;   `nagent-split', `nagent-patch', `nagent-summarize',
 ;;   `nagent-clear-conversation', `nagent-status'
 ;;
-;; Hover (eldoc) shows the file's history card with no extra set-up.
+;; Conversation files (.nagent/conversations/*) open in
+;; `nagent-conversation-mode': tags highlighted, the initial context
+;; folded, point at the end, and C-c C-c sends the next request.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'seq)
+(require 'json)
 (require 'jsonrpc)
 (require 'eglot)
 (require 'button)
+(require 'diff-mode)
 
 ;;;; Customization
 
@@ -61,7 +76,7 @@ session, call `nagent-settings-changed'."
                 :value-type (sexp :tag "Value")))
 
 (defcustom nagent-request-timeout 600
-  "Seconds to wait for a nagent command before giving up (nil: no limit).
+  "Seconds before a nagent request is given up and cancelled (nil: no limit).
 Edits call the model, possibly several times, so this is generous."
   :type '(choice (const :tag "No limit" nil)
                  (number :tag "Seconds")))
@@ -74,10 +89,23 @@ Edits call the model, possibly several times, so this is generous."
                  (const :tag "Always lsp-mode" lsp-mode)))
 
 (defcustom nagent-confirm-edits nil
-  "When non-nil, ask before applying an edit sent by the server (eglot).
-nagent-lsp has its own `confirmEdits' setting; this only controls
-eglot's `eglot-confirm-server-initiated-edits' while a nagent command runs."
+  "When non-nil, eglot asks before applying an edit sent by nagent-lsp.
+nagent-lsp has its own `confirmEdits' setting (which turns every change
+into a proposal to review with `nagent-review'); this one only
+controls eglot's confirmation prompt for nagent's edits."
   :type 'boolean)
+
+(defcustom nagent-show-answers t
+  "When non-nil, show the *nagent* answer buffer when an answer arrives."
+  :type 'boolean)
+
+(defcustom nagent-review-on-proposal 'open
+  "What to do when a change comes back as a proposal awaiting review.
+`open' opens it in `nagent-review' at once, `ask' asks first, nil
+only says so in the echo area."
+  :type '(choice (const :tag "Open the review" open)
+                 (const :tag "Ask" ask)
+                 (const :tag "Only tell" nil)))
 
 (defcustom nagent-history-max-commits nil
   "Maximum number of commits `nagent-history' asks for (nil: server default)."
@@ -89,6 +117,12 @@ eglot's `eglot-confirm-server-initiated-edits' while a nagent command runs."
 
 (defvar nagent-request-history nil
   "Minibuffer history of `nagent-edit' requests.")
+
+(defvar nagent-agent-history nil
+  "Minibuffer history of agent names.")
+
+(defvar nagent-recipe-history nil
+  "Minibuffer history of recipe names.")
 
 (defvar-local nagent-last-index-path nil
   "Index path returned by the last `nagent-split' of this buffer.")
@@ -134,30 +168,69 @@ eglot's `eglot-confirm-server-initiated-edits' while a nagent command runs."
   "Return `nagent-settings' as a JSON-ready object ({} when empty)."
   (or (nagent--normalize nagent-settings) (make-hash-table)))
 
-;;;; Progress shown in the echo area
+(defun nagent--uri-to-path (uri)
+  "File name of the file: URI."
+  (if (fboundp 'eglot--uri-to-path) (eglot--uri-to-path uri)
+    (url-unhex-string (string-remove-prefix "file://" uri))))
 
-(defvar nagent--progress-text nil
-  "Latest `$/progress' text received while a command waits.")
+(defun nagent--short-number (n)
+  "N (a number) as 950, 1.2k or 3.4M."
+  (cond ((not (numberp n)) (format "%s" (or n "?")))
+        ((< n 1000) (format "%d" n))
+        ((< n 1000000) (format "%.1fk" (/ n 1000.0)))
+        (t (format "%.1fM" (/ n 1000000.0)))))
 
-(defvar nagent--progress-title nil
-  "Title of the running `$/progress' (reports only carry a message).")
+(defun nagent-format-tokens (tokens)
+  "One line for the TOKENS object of a result: turns, in/out, cache, cost."
+  (let ((turns (plist-get tokens :turns))
+        (cache (plist-get tokens :cacheRead))
+        (memory (plist-get tokens :memory))
+        (cost (plist-get tokens :cost)))
+    (string-join
+     (delq nil
+           (list (and turns (format "%s turn%s" turns (if (equal turns 1) "" "s")))
+                 (format "%s in / %s out tokens"
+                         (nagent--short-number (plist-get tokens :input))
+                         (nagent--short-number (plist-get tokens :output)))
+                 (and (numberp cache) (> cache 0)
+                      (format "%s cached" (nagent--short-number cache)))
+                 (and (numberp memory) (> memory 0)
+                      (format "%s on memory" (nagent--short-number memory)))
+                 (and (numberp cost) (format "cost %s" (nagent--format-cost cost)))))
+     ", ")))
 
-(defun nagent--progress-update (value)
-  "Record the `$/progress' VALUE (a plist) for the echo area."
+(defun nagent--format-cost (cost)
+  "COST (a number) with enough digits to be meaningful."
+  (cond ((= cost 0) "0")
+        ((< cost 0.01) (format "%.4f" cost))
+        (t (format "%.2f" cost))))
+
+;;;; Progress from the server
+
+(defvar nagent--progress (make-hash-table :test #'eq :weakness 'key)
+  "Latest `$/progress' text per eglot connection.")
+
+(defvar nagent--progress-titles (make-hash-table :test #'eq :weakness 'key)
+  "Title of the running `$/progress' per eglot connection.")
+
+(defun nagent--progress-update (server value)
+  "Record the `$/progress' VALUE (a plist) of SERVER for the mode line."
   (let* ((value (nagent--normalize value))
          (kind (plist-get value :kind))
          (message (plist-get value :message))
          (pct (plist-get value :percentage)))
     (when (equal kind "begin")
-      (setq nagent--progress-title (plist-get value :title)))
-    (setq nagent--progress-text
-          (if (equal kind "end")
-              nil
-            (string-join
-             (delq nil (list nagent--progress-title
-                             message
-                             (and (numberp pct) (format "%d%%" pct))))
-             " ")))))
+      (puthash server (plist-get value :title) nagent--progress-titles))
+    (puthash server
+             (if (equal kind "end")
+                 nil
+               (string-join
+                (delq nil (list (gethash server nagent--progress-titles)
+                                message
+                                (and (numberp pct) (format "%d%%" pct))))
+                " "))
+             nagent--progress)
+    (force-mode-line-update t)))
 
 ;;;; eglot back end
 
@@ -187,9 +260,31 @@ Example: (add-to-list \\='eglot-server-programs
   nil)
 
 (cl-defmethod eglot-handle-notification
-  ((_server nagent-eglot-server) (_method (eql $/progress)) &key _token value)
-  "Show nagent's progress in the echo area while a command waits."
-  (nagent--progress-update value))
+  ((server nagent-eglot-server) (_method (eql $/progress)) &key _token value)
+  "Show nagent's progress in the mode line."
+  (nagent--progress-update server value))
+
+(defun nagent--workspace-edit-paths (edit)
+  "Files the WorkspaceEdit EDIT (a plist) changes."
+  (let (paths)
+    (dolist (change (nagent--list (plist-get edit :documentChanges)))
+      (let ((uri (nagent--get change :textDocument :uri)))
+        (when uri (push (nagent--uri-to-path uri) paths))))
+    (cl-loop for (uri _edits) on (plist-get edit :changes) by #'cddr
+             do (push (nagent--uri-to-path (substring (symbol-name uri) 1)) paths))
+    (delete-dups (nreverse paths))))
+
+(cl-defmethod eglot-handle-request :around
+  ((_server nagent-eglot-server) (_method (eql workspace/applyEdit)) &key _label edit)
+  "Apply nagent's edits asynchronously, without eglot's prompts.
+The files it changes are visited first (eglot 1.9 asks before editing
+a file with no buffer), and `nagent-confirm-edits' decides whether
+to confirm."
+  (dolist (path (nagent--workspace-edit-paths edit))
+    (when (file-exists-p path)
+      (find-file-noselect path)))
+  (let ((eglot-confirm-server-initiated-edits (and nagent-confirm-edits 'confirm)))
+    (cl-call-next-method)))
 
 (cl-defmethod eglot-handle-request
   ((server nagent-eglot-server) (_method (eql workspace/configuration)) &key items)
@@ -218,12 +313,29 @@ Example: (add-to-list \\='eglot-server-programs
                                :executeCommandProvider :commands)))
         (and (seq-contains-p cmds "nagent.status") t))))
 
+(defun nagent--eglot-adopt-conversations (server)
+  "Let the nagent eglot SERVER manage conversation buffers of its project.
+The server then reads an open conversation's unsaved text."
+  (when (and (nagent--eglot-nagent-p server)
+             (not (memq 'nagent-conversation-mode (eglot--major-modes server))))
+    (setf (eglot--major-modes server)
+          (append (eglot--major-modes server) (list 'nagent-conversation-mode)))
+    (dolist (buf (buffer-list))
+      (with-current-buffer buf
+        (when (and (derived-mode-p 'nagent-conversation-mode)
+                   (not (bound-and-true-p eglot--managed-mode)))
+          (eglot--maybe-activate-editing-mode))))))
+
+(add-hook 'eglot-connect-hook #'nagent--eglot-adopt-conversations)
+
 (defun nagent--eglot-server (&optional start)
   "Return the buffer's eglot connection to nagent-lsp.
 With START, connect now when there is none."
   (let ((server (eglot-current-server)))
     (cond
-     ((and server (jsonrpc-running-p server) (nagent--eglot-nagent-p server)) server)
+     ((and server (jsonrpc-running-p server) (nagent--eglot-nagent-p server))
+      (nagent--eglot-adopt-conversations server)
+      server)
      ((not start) nil)
      ((and server (jsonrpc-running-p server)
            (or noninteractive
@@ -236,31 +348,37 @@ use lsp-mode to run nagent beside it"))
       (let ((project (eglot--current-project))
             (language-id (string-remove-suffix "-mode" (symbol-name major-mode)))
             (eglot-sync-connect t))
-        (eglot (list major-mode) project (quote nagent-eglot-server)
+        (eglot (delete-dups (list major-mode 'nagent-conversation-mode))
+               project (quote nagent-eglot-server)
                (copy-sequence nagent-server-command) language-id)
         (or (eglot-current-server)
             (error "nagent: could not connect to %s"
                    (string-join nagent-server-command " "))))))))
 
-(defun nagent--eglot-flush ()
-  "Send eglot's pending didChange now (eglot debounces it on an idle timer)."
-  (when (and (bound-and-true-p eglot--managed-mode)
-             (fboundp 'eglot--signal-textDocument/didChange))
-    (eglot--signal-textDocument/didChange)))
+(defun nagent--eglot-flush (&optional server)
+  "Send eglot's pending didChange now (eglot debounces it on an idle timer).
+With SERVER, for every buffer it manages (an open conversation too)."
+  (if server
+      (dolist (buf (eglot--managed-buffers server))
+        (when (buffer-live-p buf)
+          (with-current-buffer buf (nagent--eglot-flush))))
+    (when (and (bound-and-true-p eglot--managed-mode)
+               (fboundp 'eglot--signal-textDocument/didChange))
+      (eglot--signal-textDocument/didChange))))
 
 (defun nagent--eglot-send (server command argument on-success on-error)
   "Send COMMAND with ARGUMENT to eglot SERVER asynchronously.
-Return a function that cancels the request."
+Return a function that asks the server to cancel the request; the
+server's final answer still reaches ON-SUCCESS or ON-ERROR."
   (let ((id-and-timer
          (jsonrpc--async-request-1
           server :workspace/executeCommand
           (list :command command :arguments (vector argument))
           :success-fn on-success
-          :error-fn (lambda (err) (funcall on-error err))
+          :error-fn on-error
           :timeout nil)))
     (lambda ()
       (when-let ((id (car id-and-timer)))
-        (remhash id (jsonrpc--request-continuations server))
         (ignore-errors (jsonrpc-notify server :$/cancelRequest (list :id id)))))))
 
 ;;;; Back-end dispatch
@@ -273,6 +391,8 @@ Return a function that cancels the request."
 (declare-function nagent-lsp-mode--range "nagent-lsp-mode" (beg end))
 (declare-function nagent-lsp-mode--progress-text "nagent-lsp-mode" (workspace))
 (declare-function nagent-lsp-mode--notify-settings "nagent-lsp-mode" (workspace))
+(declare-function nagent-lsp-mode--hover "nagent-lsp-mode" (workspace))
+(declare-function nagent-lsp-mode--managed-p "nagent-lsp-mode" ())
 
 (defun nagent--use-lsp-mode-p ()
   "Non-nil when nagent should talk through lsp-mode in this buffer."
@@ -307,75 +427,226 @@ With START, start a connection when there is none."
     (list :start (eglot--pos-to-lsp-position beg)
           :end (eglot--pos-to-lsp-position end))))
 
-(define-error 'nagent-error "nagent command failed")
+(defun nagent--managed-p ()
+  "Non-nil when the current buffer's text reaches nagent-lsp (didOpen/didChange)."
+  (or (and (bound-and-true-p eglot--managed-mode)
+           (let ((s (eglot-current-server))) (and s (nagent--eglot-nagent-p s))))
+      (and (featurep 'nagent-lsp-mode) (nagent-lsp-mode--managed-p))))
+
+(define-error 'nagent-error "nagent")
 
 (defun nagent--error-message (err)
   "Human-readable text of the JSON-RPC error ERR."
   (let ((err (nagent--normalize err)))
     (cond ((stringp err) err)
           ((plist-get err :message))
+          ((and (consp err) (stringp (cadr err))) (cadr err))
           (t (format "%S" err)))))
 
-(defun nagent-command (command &optional argument label)
-  "Run the nagent-lsp COMMAND with the JSON object ARGUMENT and wait for it.
-Starts the connection when needed, flushes pending buffer changes
-first, shows LABEL and progress in the echo area while waiting, and
-returns the result as a plist.  \\[keyboard-quit] cancels the request.
-Signals `nagent-error' with the server's message on failure."
+(defmacro nagent--with-user-errors (&rest body)
+  "Run BODY; when the command was called interactively, show a
+`nagent-error' as a plain message (a `user-error') instead of a
+nested error form."
+  (declare (indent 0) (debug t))
+  (let ((interactive (make-symbol "interactive")))
+    `(let ((,interactive (called-interactively-p 'any)))
+       (condition-case err
+           (progn ,@body)
+         (nagent-error
+          (if ,interactive
+              (user-error "nagent: %s" (cadr err))
+            (signal (car err) (cdr err))))))))
+
+;;;; Asynchronous requests ("jobs")
+
+(cl-defstruct (nagent-job (:constructor nagent--job-create) (:copier nil))
+  "A nagent request in flight, or finished."
+  id command label buffer backend server start cancel timer
+  done result error then else ticks)
+
+(defvar nagent--jobs nil
+  "Running nagent requests, newest first.")
+
+(defvar nagent--job-counter 0)
+
+(defvar nagent--tick-timer nil
+  "Timer refreshing the mode line while requests run.")
+
+(defconst nagent--mode-line-entry '(nagent--jobs (:eval (nagent--mode-line-text)))
+  "The `mode-line-misc-info' entry showing running requests.")
+
+(defvar nagent-mode-line-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map [mode-line mouse-1] #'nagent-cancel)
+    map)
+  "Keymap of the mode-line indicator.")
+
+(defun nagent--job-progress (job)
+  "Progress text of JOB's connection, or nil."
+  (pcase (nagent-job-backend job)
+    ('eglot (gethash (nagent-job-server job) nagent--progress))
+    ('lsp-mode (ignore-errors (nagent-lsp-mode--progress-text (nagent-job-server job))))))
+
+(defun nagent--mode-line-text ()
+  "Mode-line text of the running requests."
+  (when nagent--jobs
+    (let* ((job (car nagent--jobs))
+           (progress (nagent--job-progress job)))
+      (propertize
+       (format " [nagent: %s %ds%s%s]"
+               (nagent-job-label job)
+               (round (- (float-time) (nagent-job-start job)))
+               (if progress
+                   (concat " · " (string-remove-prefix "nagent: " progress))
+                 "")
+               (if (cdr nagent--jobs) (format " +%d" (length (cdr nagent--jobs))) ""))
+       'face 'mode-line-emphasis
+       'help-echo "nagent is working; mouse-1 or M-x nagent-cancel stops it"
+       'local-map nagent-mode-line-map))))
+
+(defun nagent--tick ()
+  "Refresh the mode line; stop the timer when nothing runs."
+  (if nagent--jobs
+      (force-mode-line-update t)
+    (when nagent--tick-timer
+      (cancel-timer nagent--tick-timer)
+      (setq nagent--tick-timer nil))
+    (force-mode-line-update t)))
+
+(defun nagent--job-started (job)
+  "Register JOB for the mode line."
+  (push job nagent--jobs)
+  (unless (member nagent--mode-line-entry mode-line-misc-info)
+    (setq mode-line-misc-info (cons nagent--mode-line-entry mode-line-misc-info)))
+  (unless nagent--tick-timer
+    (setq nagent--tick-timer (run-with-timer 1 1 #'nagent--tick)))
+  (force-mode-line-update t))
+
+(defun nagent--run-callback (job fn &rest args)
+  "Call FN with ARGS for JOB in its buffer; report an error in FN."
+  (when fn
+    (let ((buf (nagent-job-buffer job)))
+      (with-current-buffer (if (buffer-live-p buf) buf (current-buffer))
+        (condition-case err
+            (apply fn args)
+          (error (message "nagent: %s: %s" (nagent-job-label job)
+                          (error-message-string err))))))))
+
+(defun nagent--job-finish (job result error)
+  "Finish JOB with RESULT, or with the message ERROR."
+  (if (nagent-job-done job)
+      ;; A late answer to a cancelled request: its conversation changed.
+      (nagent--sync-conversations (nagent-job-ticks job))
+    (setf (nagent-job-done job) t
+          (nagent-job-result job) result
+          (nagent-job-error job) error)
+    (when (nagent-job-timer job) (cancel-timer (nagent-job-timer job)))
+    (setq nagent--jobs (delq job nagent--jobs))
+    (nagent--tick)
+    (nagent--sync-conversations (nagent-job-ticks job))
+    (if error
+        (if (nagent-job-else job)
+            (nagent--run-callback job (nagent-job-else job) error)
+          (message "nagent: %s: %s" (nagent-job-label job) error))
+      (nagent--run-callback job (nagent-job-then job) result))))
+
+(defun nagent--job-abort (job reason)
+  "Ask the server to stop JOB and finish it now with REASON."
+  (unless (nagent-job-done job)
+    (ignore-errors (funcall (nagent-job-cancel job)))
+    (nagent--job-finish job nil reason)
+    ;; The server records the interruption in the conversation shortly after.
+    (let ((ticks (nagent-job-ticks job)))
+      (dolist (delay '(1.5 4))
+        (run-with-timer delay nil #'nagent--sync-conversations ticks)))))
+
+(defun nagent--flush (backend server)
+  "Send every pending buffer change to SERVER of BACKEND."
+  (if (eq backend 'lsp-mode)
+      (nagent-lsp-mode--flush)
+    (nagent--eglot-flush server)))
+
+(cl-defun nagent-command-async (command &optional argument &key label then else)
+  "Send the nagent-lsp COMMAND with the JSON object ARGUMENT; do not wait.
+Starts the connection when needed and sends pending buffer changes
+first (an open conversation's unsaved text included).  LABEL names
+the request in the mode line.  THEN is called with the result (a
+plist) and ELSE with an error message, both in the current buffer.
+Without ELSE, an error is shown in the echo area.  Returns the job;
+`nagent-wait' waits for it and `nagent-cancel' stops it."
   (let* ((conn (or (nagent--connection t)
                    (error "nagent: no connection to nagent-lsp")))
          (backend (car conn))
          (server (cdr conn))
-         (argument (or argument (make-hash-table)))
-         (label (or label command))
-         (buffer (current-buffer))
-         (start (float-time))
-         (done nil) (shown nil) result failure cancel)
-    (if (eq backend 'lsp-mode) (nagent-lsp-mode--flush) (nagent--eglot-flush))
-    (setq nagent--progress-text nil)
-    (let ((eglot-confirm-server-initiated-edits (and nagent-confirm-edits 'confirm))
-          (on-success (lambda (res) (setq result res done t)))
-          (on-error (lambda (err) (setq failure err done t))))
-      (setq cancel
+         (job (nagent--job-create :id (cl-incf nagent--job-counter)
+                                  :command command :label (or label command)
+                                  :buffer (current-buffer) :backend backend :server server
+                                  :start (float-time) :then then :else else)))
+    (nagent--prepare-conversations)
+    (nagent--flush backend server)
+    (setf (nagent-job-ticks job) (nagent--conversation-ticks))
+    (let ((on-success (lambda (res) (nagent--job-finish job (nagent--normalize res) nil)))
+          (on-error (lambda (err) (nagent--job-finish job nil (nagent--error-message err))))
+          (argument (or argument (make-hash-table))))
+      (setf (nagent-job-cancel job)
             (if (eq backend 'lsp-mode)
                 (nagent-lsp-mode--send server command argument on-success on-error)
-              (nagent--eglot-send server command argument on-success on-error)))
-      (let ((completed nil))
-        (unwind-protect
-            (progn
-              (while (not done)
-                (let ((elapsed (- (float-time) start)))
-                  (when (and nagent-request-timeout (> elapsed nagent-request-timeout))
-                    (setq failure (format "timed out after %ds" nagent-request-timeout)
-                          done t))
-                  (unless done
-                    (let ((progress (if (eq backend 'lsp-mode)
-                                        (with-current-buffer buffer
-                                          (nagent-lsp-mode--progress-text server))
-                                      nagent--progress-text)))
-                      (when (> elapsed 0.5)
-                        (let ((text (format "nagent: %s… %ds%s" label (round elapsed)
-                                            (if progress
-                                                (concat " — " (string-remove-prefix
-                                                               "nagent: " progress))
-                                              ""))))
-                          (unless (equal text shown)
-                            (setq shown text)
-                            (let ((message-log-max nil))
-                              (message "%s" text))))))
-                    (accept-process-output nil 0.1))))
-              (setq completed t))
-          (unless completed
-            ;; C-g or an error while waiting: tell the server to stop.
-            (funcall cancel)
-            (message "nagent: %s cancelled" label))))
-      (when (and failure (stringp failure))
-        (funcall cancel)))
-    (setq nagent--progress-text nil)
-    (if failure
-        (signal 'nagent-error (list (format "nagent: %s: %s" command
-                                            (nagent--error-message failure))))
-      (nagent--normalize result))))
+              (nagent--eglot-send server command argument on-success on-error))))
+    (when nagent-request-timeout
+      (setf (nagent-job-timer job)
+            (run-with-timer nagent-request-timeout nil
+                            (lambda ()
+                              (nagent--job-abort
+                               job (format "timed out after %ss (nagent-request-timeout)"
+                                           nagent-request-timeout))))))
+    (nagent--job-started job)
+    job))
+
+(defun nagent-wait (job)
+  "Wait for JOB and return its result; signal `nagent-error' if it failed.
+\\[keyboard-quit] while waiting cancels the request."
+  (let ((completed nil))
+    (unwind-protect
+        (progn
+          (while (not (nagent-job-done job))
+            (accept-process-output nil 0.05))
+          (setq completed t))
+      (unless completed
+        (nagent--job-abort job "cancelled"))))
+  (if (nagent-job-error job)
+      (signal 'nagent-error (list (nagent-job-error job)))
+    (nagent-job-result job)))
+
+(defun nagent-command (command &optional argument label)
+  "Run the nagent-lsp COMMAND with the JSON object ARGUMENT and wait for it.
+For quick commands; see `nagent-command-async' for the asynchronous
+form.  LABEL names it in the mode line.  Returns the result as a plist
+or signals `nagent-error' with the server's message."
+  (nagent-wait (nagent-command-async command argument :label label :else #'ignore)))
+
+;;;###autoload
+(defun nagent-cancel (&optional job)
+  "Stop the running nagent request JOB.
+Interactively: the request of the current buffer, else the only one
+running, else the one you pick."
+  (interactive)
+  (let ((job (or job
+                 (cl-find (current-buffer) nagent--jobs :key #'nagent-job-buffer)
+                 (and (null (cdr nagent--jobs)) (car nagent--jobs))
+                 (and nagent--jobs
+                      (let* ((names (mapcar (lambda (j)
+                                              (cons (format "%d: %s (%s)" (nagent-job-id j)
+                                                            (nagent-job-label j)
+                                                            (buffer-name (nagent-job-buffer j)))
+                                                    j))
+                                            nagent--jobs))
+                             (choice (completing-read "Cancel nagent request: " names nil t)))
+                        (cdr (assoc choice names)))))))
+    (if (not job)
+        (progn (message "nagent: nothing is running") nil)
+      (nagent--job-abort job "cancelled")
+      (message "nagent: %s cancelled" (nagent-job-label job))
+      job)))
 
 (defun nagent--uri-argument (&rest more)
   "Plist {uri: <this buffer>} followed by the non-nil pairs of MORE."
@@ -390,69 +661,813 @@ Signals `nagent-error' with the server's message on failure."
     (message "%s" text)
     text))
 
-;;;; Commands
+;;;; Keeping open conversations in step with the server
+
+(defun nagent--conversation-buffers ()
+  "Live buffers in `nagent-conversation-mode'."
+  (cl-remove-if-not (lambda (b) (and (buffer-file-name b)
+                                     (eq (buffer-local-value 'major-mode b)
+                                         'nagent-conversation-mode)))
+                    (buffer-list)))
+
+(defun nagent--conversation-ticks ()
+  "Alist (BUFFER . MODIFICATION-TICK) of the open conversations."
+  (mapcar (lambda (b) (cons b (buffer-chars-modified-tick b)))
+          (nagent--conversation-buffers)))
+
+(defun nagent--prepare-conversations ()
+  "Save modified conversations whose text the server cannot see.
+A conversation managed by the LSP connection reaches the server
+through didChange; any other one is saved so the next run reads it."
+  (dolist (b (nagent--conversation-buffers))
+    (with-current-buffer b
+      (when (and (buffer-modified-p) (not (nagent--managed-p)))
+        (let ((save-silently t)) (basic-save-buffer))))))
+
+(defun nagent--revert-conversation ()
+  "Revert the current conversation buffer from disk, keeping point at the end."
+  (let ((at-end (>= (point) (point-max)))
+        (windows (get-buffer-window-list nil nil t)))
+    (let ((revert-without-query (list ".")))
+      (revert-buffer t t t))
+    (when at-end
+      (goto-char (point-max))
+      (dolist (w windows) (set-window-point w (point-max))))))
+
+(defun nagent--sync-conversations (&optional ticks)
+  "Revert open conversations the server changed on disk.
+A buffer is reverted when it has no unsaved text or its text is what
+the server read when the run began (TICKS, from
+`nagent--conversation-ticks'); otherwise it is left alone and a
+message says so."
+  (dolist (b (nagent--conversation-buffers))
+    (with-current-buffer b
+      (when (and (file-exists-p buffer-file-name)
+                 (not (verify-visited-file-modtime b)))
+        (let ((tick (cdr (assq b ticks))))
+          (if (or (not (buffer-modified-p))
+                  (and tick (= tick (buffer-chars-modified-tick))))
+              (nagent--revert-conversation)
+            (message "nagent: %s changed on disk while you edited it; \
+\\[revert-buffer] shows the new turns" (buffer-name))))))))
+
+;;;; The answer buffer
+
+(defconst nagent-answer-buffer "*nagent*"
+  "Name of the buffer that keeps every answer.")
+
+(defvar nagent-answer-mode-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map special-mode-map)
+    map)
+  "Keymap of `nagent-answer-mode'.")
+
+(define-derived-mode nagent-answer-mode special-mode "nagent-answers"
+  "Mode of the *nagent* buffer when `markdown-mode' is not installed."
+  (setq-local font-lock-defaults
+              '((("^## .*" . 'bold)
+                 ("^_.*_$" . 'shadow)))))
+
+(declare-function markdown-view-mode "markdown-mode" ())
+
+(defun nagent--answer-buffer ()
+  "The *nagent* buffer, created in `markdown-view-mode' when available."
+  (or (get-buffer nagent-answer-buffer)
+      (with-current-buffer (get-buffer-create nagent-answer-buffer)
+        (if (require 'markdown-mode nil t)
+            (markdown-view-mode)
+          (nagent-answer-mode))
+        (setq-local truncate-lines nil)
+        (current-buffer))))
+
+(defun nagent--add-answer (file title result &optional extra)
+  "Add RESULT's answer for FILE under TITLE to *nagent*; return the buffer.
+EXTRA is more Markdown to show below the answer."
+  (let* ((buf (nagent--answer-buffer))
+         (response (string-trim (or (plist-get result :response) "")))
+         (applied (nagent--true-p (plist-get result :applied)))
+         (reason (plist-get result :reason))
+         (tokens (plist-get result :tokens))
+         (conv (nagent--get result :conversation :path))
+         start)
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (goto-char (point-max))
+        (unless (bobp) (insert "\n---\n\n"))
+        (setq start (point))
+        (insert (format "## %s — %s\n\n" (if file (file-name-nondirectory file) "nagent") title))
+        (insert (if (string-empty-p response) "_(no answer text)_" response) "\n\n")
+        (when extra (insert extra "\n\n"))
+        (insert (format "_%s · %s%s · %s%s · %s_\n"
+                        (format-time-string "%F %T")
+                        (if applied (format "applied %s edit(s)" (or (plist-get result :edits) 0))
+                          "nothing applied")
+                        (if (and (not applied) reason) (format " (%s)" reason) "")
+                        (nagent-format-tokens tokens)
+                        (if file (format " · %s" (abbreviate-file-name file)) "")
+                        (if conv (format "conversation %s" (abbreviate-file-name conv))
+                          "no conversation")))))
+    (dolist (w (get-buffer-window-list buf nil t))
+      (set-window-point w start)
+      (set-window-start w start))
+    (when nagent-show-answers
+      (let ((w (display-buffer buf '(nil (inhibit-same-window . t)))))
+        (when w (set-window-point w start) (set-window-start w start))))
+    buf))
+
+(defun nagent--outputs-markdown (outputs)
+  "Markdown of a recipe's OUTPUTS plist."
+  (when outputs
+    (concat "### Outputs\n"
+            (mapconcat (lambda (pair)
+                         (let ((v (cadr pair)))
+                           (format "\n**%s**:\n\n```\n%s\n```\n"
+                                   (substring (symbol-name (car pair)) 1)
+                                   (string-trim (if (stringp v) v (json-encode v))))))
+                       (seq-partition outputs 2)
+                       ""))))
+
+;;;; Edits, agents and recipes
+
+(defvar nagent--proposal-answers (make-hash-table :test #'equal)
+  "The model's answer for each proposal id seen in this session.")
+
+(defun nagent--proposal-id (proposal)
+  "Id of PROPOSAL (an id, or an object with :id)."
+  (cond ((stringp proposal) proposal)
+        ((numberp proposal) proposal)
+        ((listp proposal) (plist-get proposal :id))))
+
+(defun nagent--handle-proposal (result)
+  "Offer or open the review of RESULT's proposal, if it has one."
+  (let ((id (nagent--proposal-id (plist-get result :proposal))))
+    (when id
+      (puthash id (plist-get result :response) nagent--proposal-answers)
+      (if (or (eq nagent-review-on-proposal 'open)
+              (and (eq nagent-review-on-proposal 'ask)
+                   (y-or-n-p "nagent: the change awaits review; review it now? ")))
+          (nagent-review id)
+        (message "nagent: the change awaits review: M-x nagent-review")))))
+
+(defun nagent--finish-run (file title result &optional extra)
+  "Show RESULT of a run on FILE: answer buffer, echo line, proposal."
+  (nagent--add-answer file title result extra)
+  (let ((applied (nagent--true-p (plist-get result :applied))))
+    (message "nagent: %s%s — %s (answer in %s)"
+             (if applied
+                 (format "applied %s edit(s)" (or (plist-get result :edits) 0))
+               "nothing applied")
+             (if (and (not applied) (plist-get result :reason))
+                 (format ": %s" (plist-get result :reason))
+               "")
+             (nagent-format-tokens (plist-get result :tokens))
+             nagent-answer-buffer))
+  (nagent--handle-proposal result))
+
+(defun nagent--choose (prompt items &optional history default)
+  "Read one of ITEMS (plists with :name :description :source) with PROMPT."
+  (let* ((table (mapcar (lambda (it) (cons (plist-get it :name) it)) items))
+         (completion-extra-properties
+          (list :annotation-function
+                (lambda (name)
+                  (let ((it (cdr (assoc name table))))
+                    (format "  %s%s" (or (plist-get it :description) "")
+                            (if (plist-get it :source)
+                                (format " (%s)" (plist-get it :source)) "")))))))
+    (completing-read prompt table nil t nil history default)))
+
+(defun nagent-agents ()
+  "The agents nagent-lsp offers for the current file (a list of plists)."
+  (nagent--list (plist-get (nagent-command "nagent.agents.list"
+                                           (nagent--uri-argument) "listing agents")
+                           :agents)))
+
+(defun nagent-read-agent ()
+  "Pick an agent for the current file with `completing-read'."
+  (nagent--choose "nagent agent: " (nagent-agents) 'nagent-agent-history "edit"))
 
 ;;;###autoload
-(defun nagent-edit (request &optional beg end)
+(defun nagent-edit (request &optional beg end agent)
   "Ask nagent to edit the current buffer according to REQUEST.
 With BEG and END (interactively: the active region), the request is
-about that range.  Waits for the model, applies the edit the server
-sends, and returns the result plist (:applied :response :edits
-:conversation :tokens ...)."
+about that range.  AGENT names the agent that runs it (interactively:
+picked with a prefix argument).  Returns at once with the request's
+job (see `nagent-wait'); the edit arrives as an ordinary change, the
+answer goes to the *nagent* buffer, and a change awaiting review
+opens in `nagent-review'."
   (interactive
-   (let ((region (use-region-p)))
-     (list (read-string (if region "nagent edit region: " "nagent edit: ")
+   (let* ((agent (and current-prefix-arg (nagent-read-agent)))
+          (region (use-region-p)))
+     (list (read-string (format "nagent%s edit%s: "
+                                (if agent (format " (%s)" agent) "")
+                                (if region " region" ""))
                         nil 'nagent-request-history)
            (and region (region-beginning))
-           (and region (region-end)))))
+           (and region (region-end))
+           agent)))
   (when (string-empty-p (string-trim request))
     (user-error "nagent: empty request"))
-  (let* ((backend (car (nagent--connection t)))
+  (let* ((file (nagent--file-or-error))
+         (backend (car (nagent--connection t)))
          (arg (list :uri (nagent--uri backend) :request request)))
     (when (and beg end)
       (setq arg (append arg (list :range (nagent--range (min beg end) (max beg end) backend)))))
-    (let* ((res (nagent-command "nagent.edit" arg "editing"))
-           (applied (nagent--true-p (plist-get res :applied)))
-           (tokens (plist-get res :tokens))
-           (response (or (plist-get res :response) "")))
-      (nagent--report "nagent: %s%s (%s turn(s), %s in / %s out tokens)%s"
-                      (if applied
-                          (format "applied %s edit(s)" (or (plist-get res :edits) 0))
-                        "nothing applied")
-                      (if (and (not applied) (plist-get res :reason))
-                          (format ": %s" (plist-get res :reason))
-                        "")
-                      (or (plist-get tokens :turns) "?")
-                      (or (plist-get tokens :input) "?")
-                      (or (plist-get tokens :output) "?")
-                      (if (string-empty-p response) ""
-                        (concat "\n" (string-trim response))))
-      res)))
+    (when (and agent (not (string-empty-p agent)))
+      (setq arg (append arg (list :agent agent))))
+    (prog1 (nagent-command-async
+            "nagent.edit" arg
+            :label (format "editing %s" (file-name-nondirectory file))
+            :then (lambda (res)
+                    (nagent--finish-run file (if agent (format "%s (%s)" request agent) request)
+                                        res)))
+      (message "nagent: editing %s… (M-x nagent-cancel stops it)"
+               (file-name-nondirectory file)))))
+
+(defun nagent-recipes ()
+  "The recipes nagent-lsp offers for the current file (a list of plists)."
+  (nagent--list (plist-get (nagent-command "nagent.recipes.list"
+                                           (nagent--uri-argument) "listing recipes")
+                           :recipes)))
+
+;;;###autoload
+(defun nagent-run-recipe (recipe &optional request beg end)
+  "Run the nagent RECIPE on the current buffer, with REQUEST if non-empty.
+With BEG and END (interactively: the active region), the run is about
+that range.  Returns at once with the request's job; the outputs and
+the answer go to the *nagent* buffer, a changed `fileText' arrives as
+an edit (or a proposal to review)."
+  (interactive
+   (let* ((recipe (nagent--choose "nagent recipe: " (nagent-recipes) 'nagent-recipe-history))
+          (region (use-region-p)))
+     (list recipe
+           (read-string (format "nagent [%s] request (may be empty): " recipe)
+                        nil 'nagent-request-history)
+           (and region (region-beginning))
+           (and region (region-end)))))
+  (let* ((file (nagent--file-or-error))
+         (backend (car (nagent--connection t)))
+         (arg (list :uri (nagent--uri backend) :recipe recipe)))
+    (when (and request (not (string-empty-p (string-trim request))))
+      (setq arg (append arg (list :request request))))
+    (when (and beg end)
+      (setq arg (append arg (list :range (nagent--range (min beg end) (max beg end) backend)))))
+    (prog1 (nagent-command-async
+            "nagent.recipe.run" arg
+            :label (format "recipe %s on %s" recipe (file-name-nondirectory file))
+            :then (lambda (res)
+                    (nagent--finish-run file (format "recipe %s%s" recipe
+                                                     (if (plist-member arg :request)
+                                                         (format ": %s" request) ""))
+                                        res (nagent--outputs-markdown (plist-get res :outputs)))))
+      (message "nagent: running recipe %s… (M-x nagent-cancel stops it)" recipe))))
+
+;;;; Conversations
+
+(defconst nagent-conversation-file-regexp
+  "/\\.nagent/conversations/\\(?:saved/\\)?[^/.]+\\'"
+  "File names of nagent conversations (and their archives and saves).")
+
+;;;###autoload
+(add-to-list 'auto-mode-alist
+             (cons "/\\.nagent/conversations/\\(?:saved/\\)?[^/.]+\\'" 'nagent-conversation-mode))
+
+(defface nagent-conversation-tag '((t :inherit font-lock-keyword-face))
+  "Face of the block tags of a conversation.")
+
+(defface nagent-conversation-user-tag '((t :inherit font-lock-function-name-face :weight bold))
+  "Face of the <user-prompt> tags.")
+
+(defface nagent-conversation-agent-tag '((t :inherit font-lock-type-face :weight bold))
+  "Face of the <agent-response> tags.")
+
+(defface nagent-conversation-status '((t :inherit shadow))
+  "Face of turn-status telemetry lines.")
+
+(defconst nagent-conversation-font-lock-keywords
+  '(("^[ \t]*<nagent-turn-status\\b[^>\n]*/?>.*$" 0 'nagent-conversation-status)
+    ("</?user-prompt>" 0 'nagent-conversation-user-tag)
+    ("</?agent-response>" 0 'nagent-conversation-agent-tag)
+    ("</?[A-Za-z_][-A-Za-z0-9_]*\\(?:[ \t][^<>\n]*\\)?/?>" 0 'nagent-conversation-tag)
+    ("^{[-a-z_]+}$" 0 'font-lock-doc-face)
+    ("^Interrupted\\.\\.\\.$" 0 'warning))
+  "Highlighting of conversation files.")
+
+(defvar nagent-conversation-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'nagent-conversation-send)
+    (define-key map (kbd "C-c C-t") #'nagent-conversation-toggle-context)
+    (define-key map (kbd "C-c C-r") #'nagent-review)
+    (define-key map (kbd "C-c C-o") #'nagent-conversation-visit-source)
+    map)
+  "Keymap of `nagent-conversation-mode'.")
+
+(defvar-local nagent--context-overlay nil
+  "Overlay folding the <initial_context> block.")
+
+(defun nagent-conversation-fold-context (&optional show)
+  "Fold the <initial_context> block (with SHOW, unfold it)."
+  (when nagent--context-overlay
+    (delete-overlay nagent--context-overlay)
+    (setq nagent--context-overlay nil))
+  (unless show
+    (save-excursion
+      (goto-char (point-min))
+      (when (re-search-forward "^<initial_context>[ \t]*$" nil t)
+        (let ((beg (point)))
+          (when (re-search-forward "^</initial_context>" nil t)
+            (let ((ov (make-overlay beg (1- (match-beginning 0)) nil t nil)))
+              (overlay-put ov 'invisible 'nagent-context)
+              (overlay-put ov 'nagent-context t)
+              (overlay-put ov 'isearch-open-invisible
+                           (lambda (_ov) (nagent-conversation-fold-context t)))
+              (overlay-put ov 'help-echo "initial context (C-c C-t shows it)")
+              (setq nagent--context-overlay ov))))))))
+
+(defun nagent-conversation-toggle-context ()
+  "Show or fold the <initial_context> block."
+  (interactive)
+  (nagent-conversation-fold-context (and nagent--context-overlay t)))
+
+;;;###autoload
+(define-derived-mode nagent-conversation-mode text-mode "nagent-conversation"
+  "Major mode of nagent conversation files (.nagent/conversations/*).
+The file is the conversation: edit it freely, the next request reads
+this buffer (unsaved changes included).  The <initial_context> block
+is folded (\\[nagent-conversation-toggle-context] shows it), point
+starts at the end, \\[nagent-conversation-send] sends the next request
+about the conversation's file, and after a run the buffer is
+reverted to the server's new text instead of conflicting with it.
+
+\\{nagent-conversation-mode-map}"
+  (setq-local font-lock-defaults '(nagent-conversation-font-lock-keywords t))
+  (add-to-invisibility-spec '(nagent-context . t))
+  (setq-local outline-regexp "<\\(?:initial_context\\|user-prompt\\|agent-response\\|nagent-[-a-z]+\\|system\\)")
+  (setq-local require-final-newline nil)
+  (nagent-conversation-fold-context)
+  (add-hook 'after-revert-hook #'nagent-conversation-fold-context nil t)
+  (unless (buffer-modified-p)
+    (goto-char (point-max))))
+
+(defun nagent--conversation-source ()
+  "The file whose conversation the current buffer is, or nil."
+  (let* ((file (nagent--file-or-error))
+         (index (expand-file-name "file-index.json"
+                                  (file-name-directory
+                                   (directory-file-name (file-name-directory file)))))
+         (index (if (file-exists-p index) index
+                  (expand-file-name "file-index.json" (file-name-directory file))))
+         (name (file-name-nondirectory file)))
+    (when (file-exists-p index)
+      (let* ((json-object-type 'alist) (json-array-type 'list) (json-key-type 'string)
+             (doc (json-read-file index)))
+        (cl-loop for (_id . entry) in (cdr (assoc "by_file_id" doc))
+                 when (equal (file-name-nondirectory (or (cdr (assoc "conversation" entry)) ""))
+                             name)
+                 return (cdr (assoc "path" entry)))))))
+
+(defun nagent-conversation-visit-source ()
+  "Visit the file this conversation is about."
+  (interactive)
+  (let ((source (or (nagent--conversation-source)
+                    (user-error "nagent: no file is recorded for this conversation"))))
+    (find-file-other-window source)))
+
+;;;###autoload
+(defun nagent-conversation-send (request &optional agent)
+  "Send REQUEST about the file of the current conversation.
+AGENT (interactively: picked with a prefix argument) is as in
+`nagent-edit'.  What you changed in this buffer, saved or not, is
+what the run reads.
+Returns the request's job."
+  (interactive
+   (let ((agent (and current-prefix-arg
+                     (with-current-buffer (find-file-noselect
+                                           (or (nagent--conversation-source)
+                                               (user-error "nagent: no file is recorded \
+for this conversation")))
+                       (nagent-read-agent)))))
+     (list (read-string "nagent next request: " nil 'nagent-request-history) agent)))
+  (let ((source (or (nagent--conversation-source)
+                    (user-error "nagent: no file is recorded for this conversation"))))
+    (with-current-buffer (find-file-noselect source)
+      (nagent-edit request nil nil agent))))
+
+(defun nagent--show-conversation (path)
+  "Visit the conversation PATH in another window, at its end.
+Return the buffer."
+  (let ((buf (find-file-noselect path)))
+    (with-current-buffer buf
+      (unless (derived-mode-p 'nagent-conversation-mode)
+        (nagent-conversation-mode))
+      (when (and (not (buffer-modified-p)) (not (verify-visited-file-modtime buf)))
+        (nagent--revert-conversation))
+      (goto-char (point-max)))
+    (let ((w (display-buffer buf '(nil (inhibit-same-window . t)))))
+      (when w
+        (set-window-point w (with-current-buffer buf (point-max)))
+        (select-window w)))
+    buf))
 
 ;;;###autoload
 (defun nagent-open-conversation ()
-  "Open the current file's nagent conversation in another window.
+  "Open the current file's nagent conversation in another window, at its end.
 Returns the conversation's path."
   (interactive)
-  (let* ((res (nagent-command "nagent.conversation.open" (nagent--uri-argument)
-                              "opening conversation"))
-         (path (plist-get res :path)))
-    (unless path (error "nagent: the server returned no conversation path"))
-    (find-file-other-window path)
-    path))
+  (nagent--with-user-errors
+    (let* ((res (nagent-command "nagent.conversation.open" (nagent--uri-argument)
+                                "opening conversation"))
+           (path (plist-get res :path)))
+      (unless path (error "nagent: the server returned no conversation path"))
+      (nagent--show-conversation path)
+      path)))
 
 (defun nagent-clear-conversation (&optional no-confirm)
   "Archive the current file's conversation and start a fresh one.
 Interactively asks first; NO-CONFIRM skips that.  Returns the archive path."
   (interactive)
-  (when (or no-confirm (not (called-interactively-p 'any))
-            (y-or-n-p "Archive this file's nagent conversation and start afresh? "))
-    (let ((archived (plist-get (nagent-command "nagent.conversation.clear"
-                                               (nagent--uri-argument) "clearing")
-                               :archivedPath)))
-      (nagent--report "nagent: conversation archived to %s" archived)
-      archived)))
+  (nagent--with-user-errors
+    (when (or no-confirm (not (called-interactively-p 'any))
+              (y-or-n-p "Archive this file's nagent conversation and start afresh? "))
+      (let ((archived (plist-get (nagent-command "nagent.conversation.clear"
+                                                 (nagent--uri-argument) "clearing")
+                                 :archivedPath)))
+        (nagent--sync-conversations)
+        (nagent--report "nagent: conversation archived to %s" archived)
+        archived))))
 
+;;;; Review of proposals
+
+(defface nagent-review-accepted '((t :inherit success :weight bold))
+  "Face of an accepted hunk's mark.")
+
+(defface nagent-review-rejected '((t :inherit error :weight bold))
+  "Face of a rejected hunk's mark.")
+
+(defvar nagent-review-mode-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map (make-composed-keymap diff-mode-shared-map diff-mode-map))
+    (define-key map (kbd "a") #'nagent-review-accept)
+    (define-key map (kbd "r") #'nagent-review-reject)
+    (define-key map (kbd "A") #'nagent-review-accept-all)
+    (define-key map (kbd "R") #'nagent-review-reject-all)
+    (define-key map (kbd "u") #'nagent-review-undecide)
+    (define-key map (kbd "RET") #'nagent-review-visit)
+    (define-key map (kbd "C-c C-c") #'nagent-review-finish)
+    (define-key map (kbd "n") #'nagent-review-next-hunk)
+    (define-key map (kbd "p") #'nagent-review-previous-hunk)
+    (define-key map (kbd "e") #'nagent-review-ediff)
+    (define-key map (kbd "g") #'nagent-review-refresh)
+    (define-key map (kbd "q") #'quit-window)
+    map)
+  "Keymap of `nagent-review-mode'.")
+
+(defvar-local nagent-review-id nil "Id of the proposal shown in this buffer.")
+(defvar-local nagent-review--proposal nil "The proposal (nagent.review.show's result).")
+(defvar-local nagent-review--hunks nil "List of (ID MARKER FILE LINE) in buffer order.")
+(defvar-local nagent-review--decisions nil "Hash table hunk id -> `accept' or `reject'.")
+(defvar-local nagent-review--marks nil "Hash table hunk id -> overlay showing the decision.")
+(defvar-local nagent-review--source nil "A buffer whose connection carries the review commands.")
+(defvar-local nagent-review-resolved nil "The apply/discard result once the proposal is resolved.")
+
+(define-derived-mode nagent-review-mode diff-mode "nagent-review"
+  "Review a nagent proposal hunk by hunk.
+\\[nagent-review-accept] accepts the hunk at point, \\[nagent-review-reject] rejects it;
+\\[nagent-review-accept-all] / \\[nagent-review-reject-all] decide all at once.  Once every hunk is
+decided the decision is sent (\\[nagent-review-finish] sends it earlier, undecided
+hunks rejected).  \\[nagent-review-visit] visits the source, \\[quit-window] quits (the proposal
+stays pending; \\[nagent-review] reopens it).
+
+\\{nagent-review-mode-map}"
+  (setq buffer-read-only t)
+  ;; diff-mode binds its read-only keys through `minor-mode-overriding-map-alist';
+  ;; ours come first.
+  (setq-local minor-mode-overriding-map-alist
+              (cons (cons 'buffer-read-only nagent-review-mode-map)
+                    minor-mode-overriding-map-alist))
+  (setq-local diff-update-on-the-fly nil)
+  (setq nagent-review--decisions (make-hash-table :test #'equal)
+        nagent-review--marks (make-hash-table :test #'equal)))
+
+(defun nagent--line-count (text)
+  "Number of lines TEXT spans (a last line without newline counts)."
+  (if (or (null text) (string-empty-p text)) 0
+    (+ (cl-count ?\n text) (if (string-suffix-p "\n" text) 0 1))))
+
+(defun nagent--diff-lines (text prefix)
+  "TEXT as diff lines, each starting with PREFIX."
+  (if (or (null text) (string-empty-p text)) ""
+    (let ((lines (split-string (string-remove-suffix "\n" text) "\n")))
+      (concat (mapconcat (lambda (l) (concat prefix l)) lines "\n") "\n"
+              (if (string-suffix-p "\n" text) "" "\\ No newline at end of file\n")))))
+
+(defun nagent--review-file-path (file)
+  "Absolute path of the proposal FILE (a plist with :uri and :path)."
+  (let ((uri (plist-get file :uri)))
+    (if uri (nagent--uri-to-path uri) (plist-get file :path))))
+
+(defun nagent--review-render (proposal answer)
+  "Fill the review buffer with PROPOSAL and the model's ANSWER."
+  (let ((inhibit-read-only t)
+        (files (nagent--list (plist-get proposal :files)))
+        hunks)
+    (erase-buffer)
+    (insert (format "# nagent proposal %s\n" (plist-get proposal :id)))
+    (insert (format "# Request: %s\n" (or (plist-get proposal :request) "")))
+    (when-let ((conv (plist-get proposal :conversation)))
+      (insert (format "# Conversation: %s\n" conv)))
+    (insert "# a/r accept/reject the hunk at point, A/R all, C-c C-c send, RET visit, q quit\n")
+    (when (and answer (not (string-empty-p (string-trim answer))))
+      (insert "#\n# The model's answer:\n")
+      (dolist (line (split-string (string-trim answer) "\n"))
+        (insert "#   " line "\n")))
+    (insert "\n")
+    (dolist (file files)
+      (let* ((path (nagent--review-file-path file))
+             (rel (or (plist-get file :path) path))
+             (rel (if (file-name-absolute-p rel)
+                      (file-relative-name rel (nagent--repo-root path))
+                    rel))
+             (created (nagent--true-p (plist-get file :created)))
+             (offset 0))
+        (insert (format "diff --nagent a/%s b/%s\n" rel rel))
+        (insert (if created "--- /dev/null\n" (format "--- a/%s\n" rel)))
+        (insert (format "+++ b/%s\n" rel))
+        (dolist (hunk (nagent--list (plist-get file :hunks)))
+          (let* ((id (plist-get hunk :id))
+                 (old (or (plist-get hunk :oldText) ""))
+                 (new (or (plist-get hunk :newText) ""))
+                 (line (or (nagent--get hunk :range :start :line) 0))
+                 (old-count (nagent--line-count old))
+                 (new-count (nagent--line-count new))
+                 (old-start (if (= old-count 0) line (1+ line)))
+                 (new-start (if (= new-count 0) (+ line offset) (+ 1 line offset)))
+                 (beg (point)))
+            (insert (format "@@ -%d,%d +%d,%d @@ hunk %s\n"
+                            old-start old-count new-start new-count id))
+            (insert (nagent--diff-lines old "-") (nagent--diff-lines new "+"))
+            (put-text-property beg (point) 'nagent-hunk id)
+            (put-text-property beg (point) 'nagent-file path)
+            (push (list id (copy-marker beg) path (1+ line)) hunks)
+            (setq offset (+ offset (- new-count old-count)))))))
+    (setq nagent-review--hunks (nreverse hunks))
+    (goto-char (point-min))
+    (when nagent-review--hunks
+      (goto-char (cadr (car nagent-review--hunks))))))
+
+(defun nagent--review-source-buffer (proposal)
+  "A buffer whose nagent connection can carry PROPOSAL's commands."
+  (or (and (buffer-live-p nagent-review--source) nagent-review--source)
+      (let ((file (car (nagent--list (plist-get proposal :files)))))
+        (and file (find-file-noselect (nagent--review-file-path file))))))
+
+;;;###autoload
+(defun nagent-review (&optional id)
+  "Review the pending nagent proposal ID in a `nagent-review-mode' buffer.
+Interactively (or without ID): the proposal of the current file, the
+only one pending, or the one you pick.  Returns the review buffer."
+  (interactive)
+  (nagent--with-user-errors
+    (let* ((source (if (derived-mode-p 'nagent-review-mode)
+                       nagent-review--source
+                     (current-buffer)))
+           (source (if (and (buffer-live-p source) (buffer-local-value 'buffer-file-name source))
+                       source
+                     (let ((conv-source (and (derived-mode-p 'nagent-conversation-mode)
+                                             (nagent--conversation-source))))
+                       (if conv-source (find-file-noselect conv-source)
+                         (user-error "nagent: run nagent-review from a file's buffer")))))
+           (id (or id (with-current-buffer source (nagent--pick-proposal))))
+           (proposal (with-current-buffer source
+                       (nagent-command "nagent.review.show" (list :id id) "reading proposal")))
+           (answer (or (plist-get proposal :response) (gethash id nagent--proposal-answers)))
+           (buf (get-buffer-create (format "*nagent-review %s*" id))))
+      (with-current-buffer buf
+        (nagent-review-mode)
+        (setq nagent-review-id id
+              nagent-review--proposal proposal
+              nagent-review--source source)
+        (nagent--review-render proposal answer))
+      (pop-to-buffer buf)
+      buf)))
+
+(defun nagent--pick-proposal ()
+  "Id of a pending proposal: this file's, the only one, or the one picked."
+  (let* ((proposals (nagent--list (plist-get (nagent-command "nagent.review.list" nil
+                                                             "listing proposals")
+                                             :proposals)))
+         (here (and buffer-file-name (file-truename buffer-file-name)))
+         (mine (cl-remove-if-not
+                (lambda (p)
+                  (cl-some (lambda (f) (equal (file-truename
+                                               (nagent--uri-to-path (plist-get f :uri)))
+                                              here))
+                           (nagent--list (plist-get p :files))))
+                proposals)))
+    (cond ((null proposals) (user-error "nagent: no proposal awaits review"))
+          ((= (length mine) 1) (plist-get (car mine) :id))
+          ((= (length proposals) 1) (plist-get (car proposals) :id))
+          (t (let* ((table (mapcar (lambda (p)
+                                     (cons (format "%s  %s  (%d file(s), %s)"
+                                                   (plist-get p :id)
+                                                   (truncate-string-to-width
+                                                    (or (plist-get p :request) "") 50)
+                                                   (length (plist-get p :files))
+                                                   (or (plist-get p :createdAt) ""))
+                                           (plist-get p :id)))
+                                   (or mine proposals)))
+                    (choice (completing-read "Review proposal: " table nil t)))
+               (cdr (assoc choice table)))))))
+
+(defun nagent--review-hunk-at-point ()
+  "The (ID MARKER FILE LINE) entry of the hunk at point, or nil."
+  (let ((id (get-text-property (line-beginning-position) 'nagent-hunk)))
+    (and id (assoc id nagent-review--hunks))))
+
+(defun nagent--review-check-open ()
+  "Signal an error when the proposal is already resolved."
+  (when nagent-review-resolved
+    (user-error "nagent: this proposal is resolved (q quits)")))
+
+(defun nagent--review-mark (id decision)
+  "Record DECISION (`accept', `reject' or nil) for hunk ID and show it."
+  (let ((old (gethash id nagent-review--marks)))
+    (when old (delete-overlay old)))
+  (if (null decision)
+      (remhash id nagent-review--decisions)
+    (puthash id decision nagent-review--decisions)
+    (let* ((entry (assoc id nagent-review--hunks))
+           (pos (cadr entry))
+           (eol (save-excursion (goto-char pos) (line-end-position)))
+           (ov (make-overlay eol eol)))
+      (overlay-put ov 'after-string
+                   (if (eq decision 'accept)
+                       (propertize "  [accepted]" 'face 'nagent-review-accepted)
+                     (propertize "  [rejected]" 'face 'nagent-review-rejected)))
+      (puthash id ov nagent-review--marks))))
+
+(defun nagent--review-decide (decision)
+  "Mark the hunk at point with DECISION, go to the next; send when all are decided."
+  (nagent--review-check-open)
+  (let ((entry (or (nagent--review-hunk-at-point)
+                   (user-error "nagent: no hunk at point"))))
+    (nagent--review-mark (car entry) decision)
+    (if (cl-every (lambda (h) (gethash (car h) nagent-review--decisions)) nagent-review--hunks)
+        (nagent-review-finish)
+      (nagent-review-next-hunk t))))
+
+(defun nagent-review-accept ()
+  "Accept the hunk at point."
+  (interactive)
+  (nagent--review-decide 'accept))
+
+(defun nagent-review-reject ()
+  "Reject the hunk at point."
+  (interactive)
+  (nagent--review-decide 'reject))
+
+(defun nagent-review-undecide ()
+  "Forget the decision about the hunk at point."
+  (interactive)
+  (nagent--review-check-open)
+  (let ((entry (nagent--review-hunk-at-point)))
+    (when entry (nagent--review-mark (car entry) nil))))
+
+(defun nagent-review-accept-all ()
+  "Accept every hunk and apply the proposal."
+  (interactive)
+  (nagent--review-check-open)
+  (dolist (h nagent-review--hunks) (nagent--review-mark (car h) 'accept))
+  (nagent-review-finish))
+
+(defun nagent-review-reject-all ()
+  "Reject every hunk (discard the proposal)."
+  (interactive)
+  (nagent--review-check-open)
+  (dolist (h nagent-review--hunks) (nagent--review-mark (car h) 'reject))
+  (nagent-review-finish))
+
+(defun nagent-review-next-hunk (&optional undecided)
+  "Go to the next hunk (with UNDECIDED, the next one not yet decided)."
+  (interactive)
+  (let* ((here (point))
+         (next (cl-find-if (lambda (h)
+                             (and (> (cadr h) here)
+                                  (not (and undecided
+                                            (gethash (car h) nagent-review--decisions)))))
+                           nagent-review--hunks))
+         (next (or next
+                   (and undecided
+                        (cl-find-if (lambda (h) (not (gethash (car h) nagent-review--decisions)))
+                                    nagent-review--hunks)))))
+    (if next (goto-char (cadr next))
+      (unless undecided (message "nagent: no more hunks")))))
+
+(defun nagent-review-previous-hunk ()
+  "Go to the previous hunk."
+  (interactive)
+  (let* ((start (let ((e (nagent--review-hunk-at-point))) (if e (cadr e) (point))))
+         (prev (cl-find-if (lambda (h) (< (cadr h) start)) (reverse nagent-review--hunks))))
+    (when prev (goto-char (cadr prev)))))
+
+(defun nagent-review-visit ()
+  "Visit the source of the hunk at point, at its line."
+  (interactive)
+  (let ((entry (or (nagent--review-hunk-at-point)
+                   (user-error "nagent: no hunk at point"))))
+    (pop-to-buffer (find-file-noselect (nth 2 entry)))
+    (goto-char (point-min))
+    (forward-line (1- (nth 3 entry)))))
+
+(defun nagent-review-refresh ()
+  "Read the proposal again from the server."
+  (interactive)
+  (nagent--review-check-open)
+  (let ((decisions nagent-review--decisions))
+    (nagent-review nagent-review-id)
+    (maphash (lambda (id d) (when (assoc id nagent-review--hunks) (nagent--review-mark id d)))
+             decisions)))
+
+(defun nagent-review-ediff ()
+  "Compare the file of the hunk at point with its proposed text in ediff."
+  (interactive)
+  (let* ((entry (or (nagent--review-hunk-at-point) (user-error "nagent: no hunk at point")))
+         (path (nth 2 entry))
+         (file (cl-find path (nagent--list (plist-get nagent-review--proposal :files))
+                        :key #'nagent--review-file-path :test #'equal))
+         (current (find-file-noselect path))
+         (proposed (get-buffer-create (format "*nagent proposed %s*" (file-name-nondirectory path)))))
+    (with-current-buffer proposed
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert-buffer-substring current)
+        ;; Apply the hunks bottom-up so earlier ranges stay valid.
+        (dolist (hunk (sort (nagent--list (plist-get file :hunks))
+                            (lambda (a b) (> (nagent--get a :range :start :line)
+                                             (nagent--get b :range :start :line)))))
+          (let ((s (nagent--get hunk :range :start)) (e (nagent--get hunk :range :end)))
+            (goto-char (point-min)) (forward-line (plist-get s :line))
+            (forward-char (min (plist-get s :character) (- (line-end-position) (point))))
+            (let ((b (point)))
+              (goto-char (point-min)) (forward-line (plist-get e :line))
+              (forward-char (min (plist-get e :character) (- (line-end-position) (point))))
+              (delete-region b (point))
+              (insert (or (plist-get hunk :newText) "")))))))
+    (ediff-buffers current proposed)))
+
+(defun nagent--review-insert-outcome (text)
+  "Show TEXT at the top of the review buffer."
+  (let ((inhibit-read-only t))
+    (save-excursion
+      (goto-char (point-min))
+      (insert (format "# %s\n" text)))))
+
+(defun nagent-review-finish ()
+  "Send the decisions: accepted hunks are applied, the others rejected.
+Undecided hunks count as rejected (asked first when interactive)."
+  (interactive)
+  (nagent--review-check-open)
+  (let* ((accepted (cl-loop for h in nagent-review--hunks
+                            when (eq (gethash (car h) nagent-review--decisions) 'accept)
+                            collect (car h)))
+         (undecided (cl-count-if-not (lambda (h) (gethash (car h) nagent-review--decisions))
+                                     nagent-review--hunks))
+         (review-buf (current-buffer))
+         (id nagent-review-id)
+         (source (nagent--review-source-buffer nagent-review--proposal)))
+    (when (and (> undecided 0) (called-interactively-p 'any)
+               (not (y-or-n-p (format "Reject the %d undecided hunk(s)? " undecided))))
+      (user-error "nagent: not sent"))
+    (setq nagent-review-resolved 'sending)
+    (let ((done (lambda (res)
+                  (when (buffer-live-p review-buf)
+                    (with-current-buffer review-buf
+                      (setq nagent-review-resolved res)
+                      (nagent--review-insert-outcome
+                       (format "Resolved: %s edit(s) applied, rejected %s%s"
+                               (or (plist-get res :edits) 0)
+                               (json-encode (or (plist-get res :rejected) []))
+                               (if (> (length (plist-get res :conflicts)) 0)
+                                   (format ", CONFLICTS %s" (json-encode (plist-get res :conflicts)))
+                                 "")))))
+                  (message "nagent: review %s: %s edit(s) applied, %d hunk(s) rejected%s"
+                           id (or (plist-get res :edits) 0) (length (plist-get res :rejected))
+                           (if (> (length (plist-get res :conflicts)) 0)
+                               (format ", %d in conflict" (length (plist-get res :conflicts)))
+                             ""))))
+          (failed (lambda (msg)
+                    (when (buffer-live-p review-buf)
+                      (with-current-buffer review-buf (setq nagent-review-resolved nil)))
+                    (message "nagent: review %s failed: %s" id msg))))
+      (with-current-buffer source
+        (if accepted
+            (nagent-command-async "nagent.review.apply"
+                                  (if (= (length accepted) (length (buffer-local-value
+                                                                    'nagent-review--hunks review-buf)))
+                                      (list :id id)
+                                    (list :id id :accept (vconcat accepted)))
+                                  :label "applying review" :then done :else failed)
+          (nagent-command-async "nagent.review.discard" (list :id id)
+                                :label "discarding proposal" :then done :else failed))))))
 ;;;; History and co-edit buffers
 
 (defvar nagent-list-mode-map
@@ -494,14 +1509,35 @@ RET on a file opens it; RET on a commit shows it; \[revert-buffer] refreshes."
                       'follow-link t
                       'action (lambda (b) (find-file-other-window (button-get b 'nagent-path)))))
 
-(defun nagent--show-commit (root hash file)
-  "Show commit HASH of the repository at ROOT (limited to FILE) in a buffer."
+(defun nagent--paths-at-commit (root hash file)
+  "Names FILE had in commit HASH of ROOT (the new and the old name of a rename).
+Follows renames with git log --follow; FILE itself when nothing is found."
+  (let ((default-directory (file-name-as-directory root))
+        names)
+    (with-temp-buffer
+      (when (eq 0 (process-file "git" nil t nil "--no-pager" "log" "--follow" "-M"
+                                "--name-status" "--format=%x00%H" "--" file))
+        (let ((records (split-string (buffer-string) "\0" t)))
+          (dolist (rec records)
+            (let ((lines (split-string rec "\n" t)))
+              (when (equal (car lines) hash)
+                (dolist (l (cdr lines))
+                  (let ((fields (split-string l "\t")))
+                    (setq names (append names (cdr fields)))))))))))
+    (or (delete-dups names) (list file))))
+
+(defun nagent--show-commit (root hash file &optional path)
+  "Show commit HASH of the repository at ROOT, limited to FILE, in a buffer.
+PATH, when known, is the name the file had in that commit; otherwise
+it is found by following renames."
   (let ((buf (get-buffer-create "*nagent-commit*"))
-        (default-directory (file-name-as-directory root)))
+        (default-directory (file-name-as-directory root))
+        (paths (if path (list path) (nagent--paths-at-commit root hash file))))
     (with-current-buffer buf
       (let ((inhibit-read-only t))
         (erase-buffer)
-        (process-file "git" nil t nil "--no-pager" "show" "--stat" "--patch" hash "--" file)
+        (apply #'process-file "git" nil t nil "--no-pager" "show" "-M" "--stat" "--patch"
+               hash "--" paths)
         (goto-char (point-min))
         (diff-mode)
         (view-mode 1)))
@@ -542,7 +1578,7 @@ RET on a file opens it; RET on a commit shows it; \[revert-buffer] refreshes."
         (insert-text-button short
                             'help-echo "RET: show this commit"
                             'follow-link t
-                            'action (lambda (_b) (nagent--show-commit root hash rel)))
+                            'action (lambda (_b) (nagent--show-commit root hash rel (plist-get c :path))))
         (insert (format "  %-10s  %-20s  %s\n"
                         (substring (format "%s" (or (plist-get c :date) "")) 0
                                    (min 10 (length (format "%s" (or (plist-get c :date) "")))))
@@ -562,6 +1598,10 @@ RET on a file opens it; RET on a commit shows it; \[revert-buffer] refreshes."
 MAX-COMMITS (interactively: a numeric prefix argument) limits the
 commits.  Returns the result plist."
   (interactive (list (and current-prefix-arg (prefix-numeric-value current-prefix-arg))))
+  (nagent--with-user-errors (nagent--history max-commits)))
+
+(defun nagent--history (max-commits)
+  "Body of `nagent-history' (MAX-COMMITS)."
   (let* ((file (nagent--file-or-error))
          (source (current-buffer))
          (res (nagent-command "nagent.history"
@@ -583,6 +1623,10 @@ commits.  Returns the result plist."
 LIMIT (interactively: a numeric prefix argument) caps the rows.  RET on
 a row opens that file.  Returns the result plist."
   (interactive (list (and current-prefix-arg (prefix-numeric-value current-prefix-arg))))
+  (nagent--with-user-errors (nagent--coedits limit)))
+
+(defun nagent--coedits (limit)
+  "Body of `nagent-coedits' (LIMIT)."
   (let* ((file (nagent--file-or-error))
          (root (nagent--repo-root file))
          (res (nagent-command "nagent.coedits"
@@ -607,7 +1651,7 @@ a row opens that file.  Returns the result plist."
     (display-buffer buf)
     res))
 
-;;;; Split, patch, summarize, status
+;;;; Split, patch, summarize, status, hover
 
 ;;;###autoload
 (defun nagent-split (&optional target-bytes)
@@ -616,15 +1660,16 @@ TARGET-BYTES (interactively: a numeric prefix argument) sets the
 segment size.  Returns the result plist; its :indexPath is remembered
 for `nagent-patch'."
   (interactive (list (and current-prefix-arg (prefix-numeric-value current-prefix-arg))))
-  (let* ((res (nagent-command "nagent.split"
-                              (nagent--uri-argument :targetBytes target-bytes)
-                              "splitting"))
-         (segments (nagent--list (plist-get res :segments))))
-    (setq nagent-last-index-path (plist-get res :indexPath))
-    (nagent--report "nagent: split into %d segment(s) (%s); index %s"
-                    (length segments) (or (plist-get res :splitType) "?")
-                    (plist-get res :indexPath))
-    res))
+  (nagent--with-user-errors
+    (let* ((res (nagent-command "nagent.split"
+                                (nagent--uri-argument :targetBytes target-bytes)
+                                "splitting"))
+           (segments (nagent--list (plist-get res :segments))))
+      (setq nagent-last-index-path (plist-get res :indexPath))
+      (nagent--report "nagent: split into %d segment(s) (%s); index %s"
+                      (length segments) (or (plist-get res :splitType) "?")
+                      (plist-get res :indexPath))
+      res)))
 
 ;;;###autoload
 (defun nagent-patch (index-path &optional force dry-run)
@@ -639,44 +1684,96 @@ arrives as an edit of the buffer.  Returns the result plist."
                          (and nagent-last-index-path
                               (file-name-nondirectory nagent-last-index-path)))
          current-prefix-arg nil))
-  (let* ((arg (list :indexPath (expand-file-name index-path))))
-    (when force (setq arg (append arg (list :force t))))
-    (when dry-run (setq arg (append arg (list :dryRun t))))
-    (let ((res (nagent-command "nagent.patch" arg "patching")))
-      (nagent--report "nagent: patch %s%s"
-                      (if (nagent--true-p (plist-get res :changed)) "changed the file" "found no change")
-                      (if (nagent--true-p (plist-get res :applied)) ", applied" ""))
-      res)))
+  (nagent--with-user-errors
+    (let* ((arg (list :indexPath (expand-file-name index-path))))
+      (when force (setq arg (append arg (list :force t))))
+      (when dry-run (setq arg (append arg (list :dryRun t))))
+      (let ((res (nagent-command "nagent.patch" arg "patching")))
+        (nagent--report "nagent: patch %s%s"
+                        (if (nagent--true-p (plist-get res :changed)) "changed the file" "found no change")
+                        (if (nagent--true-p (plist-get res :applied)) ", applied" ""))
+        res))))
 
 ;;;###autoload
 (defun nagent-summarize ()
   "Show nagent's summary of the current file in *nagent-summary*.
-Returns the summary text."
+Asynchronous (the summary may call the model): returns the job; its
+result's :summary is the text."
   (interactive)
-  (let* ((res (nagent-command "nagent.summarize" (nagent--uri-argument) "summarizing"))
-         (summary (or (plist-get res :summary) ""))
-         (buf (get-buffer-create "*nagent-summary*")))
-    (with-current-buffer buf
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert summary "\n")
-        (goto-char (point-min)))
-      (special-mode))
-    (display-buffer buf)
-    summary))
+  (let ((file (nagent--file-or-error)))
+    (nagent-command-async
+     "nagent.summarize" (nagent--uri-argument)
+     :label (format "summarizing %s" (file-name-nondirectory file))
+     :then (lambda (res)
+             (let ((buf (get-buffer-create "*nagent-summary*")))
+               (with-current-buffer buf
+                 (let ((inhibit-read-only t))
+                   (erase-buffer)
+                   (insert (or (plist-get res :summary) "") "\n")
+                   (goto-char (point-min)))
+                 (special-mode))
+               (display-buffer buf))))))
+
+(defun nagent-status-text (status)
+  "One line describing the nagent.status result STATUS."
+  (let ((sources (nagent--list (plist-get status :configSources)))
+        (history (plist-get status :history)))
+    (format "nagent %s — model %s%s, state %s; settings from %s%s"
+            (or (plist-get status :version) "?")
+            (or (plist-get status :model) "none")
+            (if (nagent--true-p (plist-get status :modelConfigured)) "" " (not configured)")
+            (or (plist-get status :stateRoot) "?")
+            (if sources (mapconcat (lambda (s) (format "%s" s)) sources ", ") "defaults only")
+            (if history
+                (format "; history %s%s" (or (plist-get history :state) "?")
+                        (if (plist-get history :commits)
+                            (format " (%s commits)" (plist-get history :commits)) ""))
+              ""))))
 
 ;;;###autoload
 (defun nagent-status ()
-  "Show nagent-lsp's status (version, state root, model, settings sources).
+  "Show nagent-lsp's status: version, model, state root, settings sources.
 Returns the status plist."
   (interactive)
-  (let ((res (nagent-command "nagent.status" (make-hash-table) "status")))
-    (nagent--report "nagent %s — model %s%s, state %s"
-                    (or (plist-get res :version) "?")
-                    (or (plist-get res :model) "none")
-                    (if (nagent--true-p (plist-get res :modelConfigured)) "" " (not configured)")
-                    (or (plist-get res :stateRoot) "?"))
-    res))
+  (nagent--with-user-errors
+    (let ((res (nagent-command "nagent.status" (make-hash-table) "status")))
+      (nagent--report "%s" (nagent-status-text res))
+      res)))
+
+(declare-function markdown-mode "markdown-mode" ())
+
+(defun nagent-hover-text ()
+  "The hover Markdown (history card) at point, as a string."
+  (let* ((conn (or (nagent--connection t) (error "nagent: not connected")))
+         (raw (pcase (car conn)
+                ('eglot (nagent--eglot-flush)
+                        (jsonrpc-request (cdr conn) :textDocument/hover
+                                         (eglot--TextDocumentPositionParams)
+                                         :timeout 30))
+                ('lsp-mode (nagent-lsp-mode--hover (cdr conn)))))
+         (contents (plist-get (nagent--normalize raw) :contents)))
+    (cond ((null contents) nil)
+          ((stringp contents) contents)
+          ((plist-get contents :value))
+          (t (format "%s" contents)))))
+
+;;;###autoload
+(defun nagent-hover ()
+  "Show the whole history card of point in *nagent-hover*.
+The echo area (eldoc) only has room for its first lines.  Returns
+the card's text."
+  (interactive)
+  (nagent--with-user-errors
+    (let ((text (or (nagent-hover-text) (user-error "nagent: no history here")))
+          (buf (get-buffer-create "*nagent-hover*")))
+      (with-current-buffer buf
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert text "\n")
+          (if (require 'markdown-mode nil t) (markdown-view-mode) (special-mode))
+          (goto-char (point-min))))
+      (display-buffer buf)
+      text)))
 
 (defun nagent-settings-changed ()
   "Tell the running nagent-lsp that `nagent-settings' changed."
@@ -693,19 +1790,28 @@ Returns the status plist."
 (defvar nagent-command-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "e") #'nagent-edit)
+    (define-key map (kbd "r") #'nagent-run-recipe)
+    (define-key map (kbd "v") #'nagent-review)
+    (define-key map (kbd "x") #'nagent-cancel)
+    (define-key map (kbd "a") #'nagent-show-answers)
     (define-key map (kbd "c") #'nagent-open-conversation)
     (define-key map (kbd "k") #'nagent-clear-conversation)
     (define-key map (kbd "h") #'nagent-history)
+    (define-key map (kbd ".") #'nagent-hover)
     (define-key map (kbd "o") #'nagent-coedits)
     (define-key map (kbd "s") #'nagent-split)
     (define-key map (kbd "p") #'nagent-patch)
     (define-key map (kbd "S") #'nagent-summarize)
     (define-key map (kbd "?") #'nagent-status)
     map)
-  "Prefix map of the nagent commands; bind it, e.g. to \`C-c n'.")
+  "Prefix map of the nagent commands; bind it, e.g. to \\`C-c n'.")
 (fset 'nagent-command-map nagent-command-map)
 
-;;;; lsp-mode support
+;;;###autoload
+(defun nagent-show-answers ()
+  "Show the *nagent* buffer of answers."
+  (interactive)
+  (pop-to-buffer (nagent--answer-buffer)))
 
 (provide 'nagent)
 

@@ -41,6 +41,7 @@ class EditArgs:
     request: str
     range: dict | None = None  # {start: {line, character}, end: {line, character}}, checked by the edit
     preview: bool | None = None
+    agent: str | None = None  # DESIGN §10: an agent's name (`nagent.agents.list`); None: the built-in `edit`
 
 
 @attrs.frozen
@@ -49,6 +50,7 @@ class InstructionArgs:
 
     uri: str
     line: int
+    agent: str | None = None  # overrides the agent a `nagent(AGENT):` comment names
 
 
 @attrs.frozen
@@ -68,6 +70,24 @@ class SplitArgs:
     uri: str
     targetBytes: int | None = None
     natural: bool = False
+
+
+@attrs.frozen
+class ListArgs:
+    """`nagent.agents.list`, `nagent.recipes.list`: `uri` picks the workspace (its state root); optional."""
+
+    uri: str | None = None
+
+
+@attrs.frozen
+class RecipeArgs:
+    """`nagent.recipe.run`."""
+
+    uri: str
+    recipe: str
+    request: str | None = None
+    range: dict | None = None
+    preview: bool | None = None
 
 
 @attrs.frozen

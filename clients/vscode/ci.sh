@@ -2,7 +2,7 @@
 # CI step for the VS Code extension (clients/vscode). One entry point for .ci/run:
 #   bash clients/vscode/ci.sh
 # 1. Debian packages (chromium, ripgrep, libkrb5-dev, build-essential, pkg-config, python3, git)
-# 2. npm ci   3. typecheck (tsc --strict)   4. unit tests (node --test)   5. npm run package (.vsix)
+# 2. npm ci   3. typecheck (tsc --strict) and eslint (zero warnings)   4. unit tests (node --test)   5. npm run package (.vsix)
 # 6. end-to-end: the .vsix in code-server 4.100.3 (cached in $NAGENT_CS_DIR, default
 #    /opt/nagent-code-server) with the real nagent-lsp and the fake model, driven by Chromium.
 # Exits non-zero when any step fails; prints a PASS/FAIL summary at the end.
@@ -52,7 +52,7 @@ node_check() {
 }
 
 npm_install() { npm ci --no-audit --no-fund; }
-typecheck() { npm run --silent typecheck; }
+typecheck() { npm run --silent typecheck && npm run --silent lint; }
 unit_tests() {
   # With the project venv present, one test also compares the contributed defaults with the server's.
   if [[ -z "${NAGENT_LSP_PYTHON:-}" && -x "$REPO/.venv/bin/python" ]]; then export NAGENT_LSP_PYTHON="$REPO/.venv/bin/python"; fi
@@ -65,7 +65,8 @@ package() {
   python3 - <<'PY'
 import sys, zipfile
 names = {n.lower() for n in zipfile.ZipFile("nagent-vscode.vsix").namelist()}
-need = {"extension/package.json", "extension/dist/extension.js", "extension/readme.md", "extension/license.txt"}
+need = {"extension/package.json", "extension/dist/extension.js", "extension/readme.md", "extension/license.txt",
+        "extension/syntaxes/nagent-conversation.tmlanguage.json", "extension/syntaxes/conversation.language-configuration.json"}
 missing = need - names
 bad = [n for n in names if n.startswith(("extension/node_modules/", "extension/src/", "extension/test/"))]
 print("vsix:", len(names), "files")
@@ -83,7 +84,7 @@ else
   skip "npm ci" "no usable node"
 fi
 if last_ok; then
-  step "typecheck" typecheck
+  step "typecheck + lint" typecheck
   step "unit tests" unit_tests
   step "package .vsix" package
   if ! last_ok; then

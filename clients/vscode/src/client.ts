@@ -13,7 +13,7 @@ import {
   WorkDoneProgressCancelNotification,
 } from 'vscode-languageclient/node';
 import { NotificationProgress } from './progress';
-import { errorMessage, ServerState, statusBarView } from './pure/format';
+import { errorMessage, isEmptyTokens, ServerState, statusBarView } from './pure/format';
 import { executeParams, ServerCommands, StatusResult, Tokens } from './pure/protocol';
 import { describeLaunch, findOnPath, resolveServer, ServerLaunch } from './pure/serverCommand';
 import { explicitServerSettings, SECTION, sectionValue } from './pure/settings';
@@ -28,6 +28,8 @@ export interface ClientHooks {
   onStartFailure?: (message: string, notFound: boolean) => void;
   /** Called with the Markdown of each hover the server answers (used by the test hook). */
   onHover?: (uri: string, markdown: string[]) => void;
+  /** window/showDocument for a document the extension shows its own way (a conversation); true when handled. */
+  showDocument?: (uri: vscode.Uri, takeFocus: boolean) => Promise<boolean>;
 }
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {
@@ -41,6 +43,9 @@ export class NagentClient implements vscode.Disposable {
   status: StatusResult | undefined;
   lastTokens: Tokens | undefined;
   private state: ServerState = 'stopped';
+  /** Runs in flight (label per run), shown in the status bar. */
+  private readonly work = new Map<number, string>();
+  private workSeq = 0;
   private starting: Promise<LanguageClient> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private interpreterListener: vscode.Disposable | undefined;
@@ -57,7 +62,9 @@ export class NagentClient implements vscode.Disposable {
   }
 
   render(): void {
-    const v = statusBarView(this.state, this.status?.model, this.lastTokens, this.status?.modelConfigured ?? true);
+    const labels = [...this.work.values()];
+    const running = labels.length === 0 ? undefined : labels.length === 1 ? labels[0] : `${labels.length} runs`;
+    const v = statusBarView(this.state, this.status?.model, this.lastTokens, this.status?.modelConfigured ?? true, running);
     this.statusBar.text = v.text;
     this.statusBar.tooltip = v.tooltip;
     this.statusBar.show();
@@ -66,6 +73,19 @@ export class NagentClient implements vscode.Disposable {
   private setState(s: ServerState): void {
     this.state = s;
     this.render();
+  }
+
+  /** Show `label` in the status bar (spinning) while `fn` runs. */
+  async working<T>(label: string, fn: () => Promise<T>): Promise<T> {
+    const id = ++this.workSeq;
+    this.work.set(id, label);
+    this.render();
+    try {
+      return await fn();
+    } finally {
+      this.work.delete(id);
+      this.render();
+    }
   }
 
   get running(): boolean {
@@ -120,6 +140,7 @@ export class NagentClient implements vscode.Disposable {
           try {
             const uri = vscode.Uri.parse(params.uri);
             if (params.external) return { success: await vscode.env.openExternal(uri) };
+            if (this.hooks.showDocument && (await this.hooks.showDocument(uri, params.takeFocus === true))) return { success: true };
             const selection = params.selection
               ? new vscode.Range(params.selection.start.line, params.selection.start.character, params.selection.end.line, params.selection.end.character)
               : undefined;
@@ -261,8 +282,9 @@ export class NagentClient implements vscode.Disposable {
     }
   }
 
+  /** Keep the last run's tokens for the status bar; a run that spent nothing (cancelled early) keeps the previous figures. */
   noteTokens(t: Tokens | undefined): void {
-    if (!t) return;
+    if (!t || isEmptyTokens(t)) return;
     this.lastTokens = t;
     this.render();
   }

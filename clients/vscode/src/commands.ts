@@ -3,9 +3,17 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { NagentClient } from './client';
+import { ConversationSupport } from './conversation';
+import { MarkdownPanels } from './markdownPanel';
+import { trailingRequest } from './pure/conversation';
+import { ReviewController } from './review';
+import * as api from './vscodeapi';
 import {
+  AnswerEntry,
+  answerMarkdown,
   coeditItems,
   editNotice,
+  editOutcome,
   errorMessage,
   firstLine,
   isCancellation,
@@ -22,7 +30,9 @@ import {
   statusText,
 } from './pure/format';
 import {
+  AgentsListResult,
   CoeditsResult,
+  ConversationListResult,
   ConversationClearResult,
   ConversationOpenResult,
   editArgs,
@@ -30,6 +40,9 @@ import {
   HistoryResult,
   LspRange,
   PatchResult,
+  proposalId,
+  RecipeRunResult,
+  RecipesListResult,
   ServerCommands,
   SplitResult,
   StatusResult,
@@ -40,8 +53,8 @@ import { Commands } from './pure/ids';
 import { DocumentSnapshot, TestReporter } from './pure/testReport';
 import { viewSubject, ViewProvider } from './views';
 
-
 const SPLITS_KEY = 'nagent.splitIndexes';
+const MAX_ANSWERS = 20;
 
 /** A failure we explain to the user without the server's involvement. */
 class UserFacing extends Error {}
@@ -49,17 +62,42 @@ class UserFacing extends Error {}
 class Dismissed extends Error {}
 
 export class CommandHandlers {
+  readonly panels: MarkdownPanels;
+  readonly review: ReviewController;
+  readonly conversations: ConversationSupport;
+  private readonly answers: AnswerEntry[] = [];
+
   constructor(
     private readonly ctx: vscode.ExtensionContext,
     private readonly nc: NagentClient,
     private readonly views: ViewProvider,
     private readonly reporter: TestReporter,
-  ) {}
+  ) {
+    this.panels = new MarkdownPanels((p) => this.report('panel', true, { key: p.key, title: p.title, markdown: p.markdown, rendered: p.rendered }));
+    this.conversations = new ConversationSupport(nc.log);
+    this.review = new ReviewController({
+      request: (command, arg) => this.nc.request(command, arg),
+      withConversationSync: (fn) => this.conversations.withSync(fn),
+      showAnswer: (kind, file, request, response, outcome) => this.showAnswer({ kind, file, request, response, outcome, time: new Date() }),
+      notify: (level, message) => this.notify({ level, message }),
+      report: (event, ok, result, extra) => this.report(event, ok, result, undefined, false, extra),
+      log: nc.log,
+    });
+  }
 
   register(): vscode.Disposable[] {
     const table: [string, (...args: unknown[]) => Promise<unknown>][] = [
       [Commands.editSelection, (a) => this.editSelection(a)],
       [Commands.editFile, (a) => this.editFile(a)],
+      [Commands.editWithAgent, (a) => this.editWithAgent(a)],
+      [Commands.runRecipe, (a) => this.runRecipe(a)],
+      [Commands.reviewProposals, (a, b) => this.reviewProposals(a, b)],
+      [Commands.acceptHunk, (a, b, c) => this.review.decide(String(a), String(b), c === 'undo' ? 'undo' : 'accept')],
+      [Commands.rejectHunk, (a, b) => this.review.decide(String(a), String(b), 'reject')],
+      [Commands.acceptAll, (a) => this.review.decideAll(typeof a === 'string' ? a : undefined, 'accept')],
+      [Commands.rejectAll, (a) => this.review.decideAll(typeof a === 'string' ? a : undefined, 'reject')],
+      [Commands.showAnswer, () => this.showAnswers(false)],
+      [Commands.sendFromConversation, (a) => this.sendFromConversation(a)],
       [Commands.openConversation, (a) => this.openConversation(a)],
       [Commands.showHistory, (a) => this.showHistory(a)],
       [Commands.showCoedits, (a) => this.showCoedits(a)],
@@ -71,7 +109,8 @@ export class CommandHandlers {
       [Commands.restart, () => this.restart()],
       [Commands.showLog, async () => this.nc.log.show()],
     ];
-    return table.map(([id, fn]) => vscode.commands.registerCommand(id, (...args: unknown[]) => this.run(id, () => fn(...args))));
+    const disposables = table.map(([id, fn]) => api.commands.register(id, (...args: unknown[]) => this.run(id, () => fn(...args))));
+    return [...disposables, this.panels, this.review, this.conversations];
   }
 
   /** Run one command: errors become notifications; the test hook records the outcome. */
@@ -103,6 +142,11 @@ export class CommandHandlers {
         result,
         error: error === undefined ? undefined : errorMessage(error),
         activeDocument: ed ? snapshot(ed.document) : undefined,
+        activeEditor: ed
+          ? { visibleRanges: ed.visibleRanges.map((r) => [r.start.line, r.end.line]), selection: [ed.selection.active.line, ed.selection.active.character] }
+          : undefined,
+        pendingReviews: this.review?.pending(),
+        statusBar: this.nc.statusBar.text,
         visibleDocuments: vscode.window.visibleTextEditors.map((e) => docName(e.document)),
         ...extra,
       });
@@ -112,7 +156,10 @@ export class CommandHandlers {
   }
 
   showError(e: unknown): void {
-    const msg = errorMessage(e);
+    const full = errorMessage(e);
+    // one clear line in the notification; anything longer (a server's details) goes to the log
+    const msg = firstLine(full, 400);
+    if (msg !== full.trim()) this.nc.log.error(full);
     const text = /^nagent\b/i.test(msg) ? msg : `nagent: ${msg}`;
     const actions = mentionsModelSetup(msg) ? ['Open Settings', 'Show Log'] : ['Show Log'];
     void vscode.window.showErrorMessage(text, ...actions).then((choice) => {
@@ -139,7 +186,7 @@ export class CommandHandlers {
     }
     const ed = vscode.window.activeTextEditor;
     if (!ed) throw new UserFacing('open a file first: this command works on the active editor');
-    const about = viewSubject(ed.document.uri);
+    const about = viewSubject(ed.document.uri) ?? (ed.document.uri.scheme === 'nagent-proposal' ? vscode.Uri.parse(new URLSearchParams(ed.document.uri.query).get('file') ?? '') : undefined);
     if (about) {
       // a History/Summary view: work on the file it is about
       return reveal(about);
@@ -179,23 +226,136 @@ export class CommandHandlers {
 
   async runEdit(doc: vscode.TextDocument, request: string, range?: LspRange, extra: Record<string, unknown> = {}): Promise<EditResult> {
     const args = { ...extra, ...editArgs(doc.uri.toString(), request, range) };
-    const result = await this.nc.request<EditResult>(ServerCommands.edit, args);
-    this.presentEdit(result);
+    const before = doc.getText();
+    const label = typeof extra.agent === 'string' ? `${extra.agent}: ${request}` : request;
+    const result = await this.nc.working(`editing ${path.basename(doc.fileName)}`, () =>
+      this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.edit, args)),
+    );
+    await this.presentEdit(result, doc.uri, label, before);
     return result;
   }
 
-  presentEdit(result: EditResult): void {
+  /** The answer beside the editor, the notification, and the review when the change awaits one. */
+  async presentEdit(result: EditResult | RecipeRunResult, file: vscode.Uri | undefined, request: string | undefined, before?: string, kind = 'Edit'): Promise<void> {
     this.nc.noteTokens(result.tokens);
     if (result.response) this.nc.log.info(`nagent response:\n${result.response}`);
+    const fileName = file ? file.fsPath || file.toString() : '';
+    await this.showAnswer({
+      kind,
+      file: fileName,
+      request,
+      response: result.response ?? '',
+      tokens: result.tokens,
+      outcome: editOutcome(result),
+      outputs: 'outputs' in result ? result.outputs : undefined,
+      files: result.files,
+      time: new Date(),
+    });
+    const pid = proposalId(result.proposal);
+    if (!result.applied && pid) {
+      this.notify(editNotice(result as EditResult));
+      await this.review.open(pid, result.response);
+      return;
+    }
     const actions = [];
-    if (result.conversation?.path) {
-      const p = result.conversation.path;
-      actions.push({ title: 'Open Conversation', run: () => this.showBeside(vscode.Uri.file(p)) });
+    if (result.applied && file && before !== undefined && file.scheme === 'file') {
+      const snap = this.views.put('before', file, before);
+      actions.push({ title: 'Show Diff', run: () => api.commands.execute('vscode.diff', snap, file, `${path.basename(file.fsPath)}: before ↔ after nagent`) });
     }
-    if (result.response && result.response.trim() !== firstLine(result.response)) {
-      actions.push({ title: 'Show Response', run: () => this.nc.log.show(true) });
+    const conv = result.conversation?.path;
+    if (conv) actions.push({ title: 'Open Conversation', run: () => this.conversations.show(vscode.Uri.file(conv)) });
+    this.notify(editNotice(result as EditResult), ...actions);
+  }
+
+  async showAnswer(entry: AnswerEntry): Promise<void> {
+    this.answers.unshift(entry);
+    this.answers.splice(MAX_ANSWERS);
+    await this.showAnswers(true);
+  }
+
+  async showAnswers(preserveFocus: boolean): Promise<{ answers: number }> {
+    const md = this.answers.length ? this.answers.map(answerMarkdown).join('\n\n---\n\n') : '_No answers yet: run "nagent: Edit Selection…"._';
+    await this.panels.show('answers', 'nagent Answers', md, preserveFocus);
+    return { answers: this.answers.length };
+  }
+
+  async editWithAgent(arg: unknown): Promise<EditResult> {
+    const ed = await this.target(arg);
+    const list = await this.nc.request<AgentsListResult>(ServerCommands.agentsList, { uri: ed.document.uri.toString() });
+    const items = (list.agents ?? []).map((a) => ({
+      label: a.name,
+      description: a.source === 'builtin' ? 'built-in' : a.source,
+      detail: a.description + (a.path ? ` — ${a.path}` : ''),
+      name: a.name,
+    }));
+    if (items.length === 0) throw new UserFacing('the server lists no agents');
+    const pick = await api.showQuickPick(items, { title: 'nagent: Edit with Agent', placeHolder: 'Pick the agent that handles the request', matchOnDetail: true });
+    if (!pick) throw new Dismissed();
+    const sel = ed.selection;
+    const request = await this.askRequest(`nagent: Edit with ${pick.name}`, sel.isEmpty ? path.basename(ed.document.fileName) : 'the selection');
+    return this.runEdit(ed.document, request, sel.isEmpty ? undefined : toLspRange(sel), { agent: pick.name });
+  }
+
+  async runRecipe(arg: unknown): Promise<RecipeRunResult> {
+    const ed = await this.target(arg);
+    const list = await this.nc.request<RecipesListResult>(ServerCommands.recipesList, { uri: ed.document.uri.toString() });
+    const recipes = list.recipes ?? [];
+    if (recipes.length === 0) {
+      throw new UserFacing('no recipes found: add one under ~/.nagent/recipes/ or <state root>/recipes/ (see the README)');
     }
-    this.notify(editNotice(result), ...actions);
+    const items = recipes.map((r) => {
+      const steps = Array.isArray(r.steps) ? r.steps.length : r.steps;
+      return { label: r.name, description: `${r.source} · ${steps} step${steps === 1 ? '' : 's'}`, detail: r.description, name: r.name };
+    });
+    const pick = await api.showQuickPick(items, { title: 'nagent: Run Recipe', placeHolder: 'Pick a recipe to run on this file', matchOnDetail: true });
+    if (!pick) throw new Dismissed();
+    const request = await api.showInputBox({
+      title: `nagent: Run Recipe ${pick.name}`,
+      prompt: 'Request for the recipe (its userRequest; may be empty)',
+      ignoreFocusOut: true,
+    });
+    if (request === undefined) throw new Dismissed();
+    const sel = ed.selection;
+    const args: Record<string, unknown> = { uri: ed.document.uri.toString(), recipe: pick.name };
+    if (request.trim()) args.request = request.trim();
+    if (!sel.isEmpty) args.range = toLspRange(sel);
+    const before = ed.document.getText();
+    const result = await this.nc.working(`recipe ${pick.name}`, () =>
+      this.conversations.withSync(() => this.nc.request<RecipeRunResult>(ServerCommands.recipeRun, args)),
+    );
+    await this.presentEdit(result, ed.document.uri, request.trim() || undefined, before, `Recipe ${pick.name}`);
+    return result;
+  }
+
+  async reviewProposals(id?: unknown, fileIndex?: unknown): Promise<unknown> {
+    const target = typeof id === 'string' ? id : await this.review.pick();
+    if (!target) throw new Dismissed();
+    const proposal = await this.review.open(target, undefined, typeof fileIndex === 'number' ? fileIndex : undefined);
+    return { id: proposal.id, files: proposal.files.map((f) => f.uri) };
+  }
+
+  /** Send the request typed at the end of the open conversation (or asked for) on the conversation's file. */
+  async sendFromConversation(arg: unknown): Promise<EditResult> {
+    const ed = arg instanceof vscode.Uri ? await reveal(arg) : vscode.window.activeTextEditor;
+    if (!ed || ed.document.uri.scheme !== 'file') throw new UserFacing('open a file conversation first ("nagent: Open File Conversation")');
+    const convPath = ed.document.uri.fsPath;
+    const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {});
+    const entry = (list.files ?? []).find((f) => path.resolve(f.conversation) === path.resolve(convPath));
+    if (!entry) throw new UserFacing(`${path.basename(convPath)} is not the conversation of any file nagent knows`);
+    const fileUri = /^[a-z][\w+.-]*:/i.test(entry.path) && !path.isAbsolute(entry.path) ? vscode.Uri.parse(entry.path) : vscode.Uri.file(entry.path);
+    const typed = trailingRequest(ed.document.getText());
+    let request: string;
+    if (typed) {
+      request = typed.request;
+      // the request goes in as a <user-prompt> block: take the typed text out of the buffer
+      const edit = new vscode.WorkspaceEdit();
+      edit.delete(ed.document.uri, new vscode.Range(ed.document.positionAt(typed.start), ed.document.positionAt(ed.document.getText().length)));
+      await api.applyEdit(edit);
+    } else {
+      request = await this.askRequest('nagent: Send Request', path.basename(fileUri.fsPath));
+    }
+    const doc = await api.openTextDocument(fileUri);
+    return this.runEdit(doc, request);
   }
 
   // ----- conversations -------------------------------------------------------------------------
@@ -205,16 +365,11 @@ export class CommandHandlers {
     return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false, preview: false });
   }
 
-  async openConversation(arg: unknown): Promise<ConversationOpenResult> {
+  async openConversation(arg: unknown): Promise<ConversationOpenResult & Record<string, unknown>> {
     const ed = await this.target(arg);
     const result = await this.nc.request<ConversationOpenResult>(ServerCommands.conversationOpen, { uri: ed.document.uri.toString() });
-    const visible = vscode.window.visibleTextEditors.some((e) => e.document.uri.fsPath === result.path);
-    if (!result.shown || !visible) await this.showBeside(vscode.Uri.file(result.path));
-    else {
-      const e = vscode.window.visibleTextEditors.find((x) => x.document.uri.fsPath === result.path);
-      if (e) await vscode.window.showTextDocument(e.document, { viewColumn: e.viewColumn, preserveFocus: false });
-    }
-    return result;
+    const editor = await this.conversations.show(vscode.Uri.file(result.path));
+    return { ...result, languageId: editor.document.languageId, lineCount: editor.document.lineCount, visibleRanges: editor.visibleRanges.map((r) => [r.start.line, r.end.line]) };
   }
 
   async clearConversation(arg: unknown): Promise<ConversationClearResult> {
@@ -240,8 +395,9 @@ export class CommandHandlers {
   async showHistory(arg: unknown): Promise<HistoryResult> {
     const ed = await this.target(arg);
     const result = await this.nc.request<HistoryResult>(ServerCommands.history, { uri: ed.document.uri.toString() });
-    const md = result.markdown || `No git history for ${path.basename(ed.document.fileName)}.`;
-    await this.views.show('History', ed.document.uri, md);
+    const name = path.basename(ed.document.fileName);
+    const md = result.markdown || `No git history for ${name}.`;
+    await this.panels.show(`history:${ed.document.uri.toString()}`, `History — ${name}`, md, false);
     return result;
   }
 
@@ -323,6 +479,11 @@ export class CommandHandlers {
       matchOnDetail: true,
     });
     if (!pick) throw new Dismissed();
+    const info = infos.find((i) => i.indexPath === pick.target);
+    const source = info ? vscode.Uri.file(info.sourcePath) : undefined;
+    const openDoc = source ? api.textDocuments().find((d) => d.uri.fsPath === source.fsPath) : undefined;
+    let before: string | undefined = openDoc?.getText();
+    if (before === undefined && source) before = await fs.promises.readFile(source.fsPath, 'utf8').catch(() => undefined);
     let result: PatchResult;
     try {
       result = await this.nc.request<PatchResult>(ServerCommands.patch, { indexPath: pick.target });
@@ -334,8 +495,23 @@ export class CommandHandlers {
       result = await this.nc.request<PatchResult>(ServerCommands.patch, { indexPath: pick.target, force: true });
     }
     const pp = result.patchPath;
-    this.notify(patchNotice(result), ...(pp ? [{ title: 'Open Diff', run: () => this.showBeside(vscode.Uri.file(pp)) }] : []));
+    const target = result.uri ? vscode.Uri.parse(result.uri) : source;
+    const actions: { title: string; run: () => unknown }[] = [];
+    if (target && before !== undefined && result.changed) {
+      const snap = this.views.put('before patch', target, before);
+      actions.push({ title: 'Open Diff', run: () => this.openDiff(snap, target) });
+    } else if (pp) {
+      actions.push({ title: 'Open Diff', run: () => this.showBeside(vscode.Uri.file(pp)) });
+    }
+    this.notify(patchNotice(result), ...actions);
     return result;
+  }
+
+  /** The file's text before a change (left) against the file now (right), in the diff editor. */
+  async openDiff(before: vscode.Uri, file: vscode.Uri): Promise<unknown> {
+    const r = await api.commands.execute('vscode.diff', before, file, `${path.basename(file.fsPath)}: before ↔ after nagent`, { preview: true });
+    this.report('diff', true, { left: before.toString(), right: file.toString() });
+    return r;
   }
 
   async summarize(arg: unknown): Promise<SummarizeResult> {
@@ -343,7 +519,7 @@ export class CommandHandlers {
     const result = await this.nc.request<SummarizeResult>(ServerCommands.summarize, { uri: ed.document.uri.toString() });
     const name = path.basename(ed.document.fileName);
     const md = `# Summary of ${name}\n\n${result.summary}\n\n---\n_mode: ${result.mode}${result.cached ? ', cached' : ''}_\n`;
-    await this.views.show('Summary', ed.document.uri, md);
+    await this.panels.show(`summary:${ed.document.uri.toString()}`, `Summary — ${name}`, md, false);
     return result;
   }
 
@@ -382,20 +558,28 @@ export class CommandHandlers {
         if (!uri) throw new UserFacing('no document to edit');
         const doc = await vscode.workspace.openTextDocument(uri);
         const request = await this.askRequest('nagent: Edit', arg.range ? 'the selection' : path.basename(doc.fileName));
-        const result = await this.nc.request<EditResult>(ServerCommands.edit, { ...arg, request });
-        this.presentEdit(result);
-        return result;
+        return this.runEdit(doc, request, undefined, { ...arg });
       }
-      const result = await next(command, args);
-      this.presentGeneric(command, result);
+      const doc = typeof arg.uri === 'string' ? vscode.Uri.parse(arg.uri) : undefined;
+      const long = command === ServerCommands.edit || command === 'nagent.instruction.apply' || command === ServerCommands.recipeRun;
+      const result = long
+        ? await this.nc.working(command, () => this.conversations.withSync(async () => next(command, args)))
+        : await next(command, args);
+      await this.presentGeneric(command, result, doc);
       return result;
     });
   }
 
-  private presentGeneric(command: string, result: unknown): void {
+  private async presentGeneric(command: string, result: unknown, doc?: vscode.Uri): Promise<void> {
     if (!result || typeof result !== 'object') return;
     const r = result as Record<string, unknown>;
-    if (command === ServerCommands.edit) return this.presentEdit(result as EditResult);
+    if (command === ServerCommands.edit || command === 'nagent.instruction.apply' || command === ServerCommands.recipeRun) {
+      return this.presentEdit(result as EditResult, doc, typeof r.request === 'string' ? r.request : undefined);
+    }
+    if (command.startsWith('nagent.review.')) {
+      await this.conversations.refresh();
+      return;
+    }
     if (command === ServerCommands.patch) return this.notify(patchNotice(result as PatchResult));
     if (command === ServerCommands.split && typeof r.indexPath === 'string') {
       void this.rememberSplit(r.indexPath);

@@ -7,6 +7,8 @@ import { errorMessage } from './pure/format';
 import { SECTION, SERVER_LAUNCH_SECTION } from './pure/settings';
 import { TestReporter } from './pure/testReport';
 import { VIEW_SCHEME, ViewProvider } from './views';
+import { isConversationPath } from './pure/conversation';
+import * as fs from 'fs';
 
 let nagent: NagentClient | undefined;
 
@@ -24,6 +26,7 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
   const views = new ViewProvider();
   ctx.subscriptions.push(views, vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views));
 
+  // eslint-disable-next-line prefer-const -- the client (created first) calls back into the handlers created after it
   let handlers: CommandHandlers | undefined;
   const client = new NagentClient(log, statusBar, {
     executeCommand: (command, args, next) => handlers!.executeServerCommand(command, args, next),
@@ -37,11 +40,27 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
       });
     },
     onHover: (uri, markdown) => handlers?.report('hover', true, { uri, markdown }),
+    showDocument: async (uri) => {
+      if (!handlers || uri.scheme !== 'file' || !isConversationPath(uri.fsPath)) return false;
+      await handlers.conversations.show(uri);
+      return true;
+    },
   });
   nagent = client;
   ctx.subscriptions.push(client);
   handlers = new CommandHandlers(ctx, client, views, reporter);
   ctx.subscriptions.push(...handlers.register());
+  if (reporter.enabled) {
+    // test hook only: lets the end-to-end test open the install help without a missing server
+    const h = handlers;
+    ctx.subscriptions.push(
+      vscode.commands.registerCommand('nagent.vscode.test.installHelp', async () => {
+        await showInstallHelp(ctx);
+        h.report('installHelp', true, { readme: readmeUri(ctx).toString() });
+      }),
+      vscode.commands.registerCommand('nagent.vscode.test.snapshot', async () => h.report('snapshot', true)),
+    );
+  }
 
   ctx.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -67,8 +86,17 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
   });
 }
 
+/** vsce packs the README as `readme.md`; on a case-sensitive file system only that name exists. */
+export function readmeUri(ctx: vscode.ExtensionContext): vscode.Uri {
+  for (const name of ['readme.md', 'README.md']) {
+    const uri = vscode.Uri.joinPath(ctx.extensionUri, name);
+    if (fs.existsSync(uri.fsPath)) return uri;
+  }
+  return vscode.Uri.joinPath(ctx.extensionUri, 'readme.md');
+}
+
 async function showInstallHelp(ctx: vscode.ExtensionContext): Promise<void> {
-  const readme = vscode.Uri.joinPath(ctx.extensionUri, 'README.md');
+  const readme = readmeUri(ctx);
   try {
     await vscode.commands.executeCommand('markdown.showPreview', readme);
   } catch {

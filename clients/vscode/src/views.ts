@@ -13,6 +13,19 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
     return this.contents.get(uri.toString()) ?? '';
   }
 
+  /** A read-only snapshot `nagent-view:/<kind>/<name>` (named like the file, so it is highlighted alike). */
+  put(kind: string, file: vscode.Uri, text: string): vscode.Uri {
+    const name = path.basename(file.fsPath || file.path) || 'untitled';
+    const uri = vscode.Uri.from({
+      scheme: VIEW_SCHEME,
+      path: `/${kind}/${name}`,
+      query: new URLSearchParams({ file: file.toString(), at: String(Date.now()) }).toString(),
+    });
+    this.contents.set(uri.toString(), text);
+    this.emitter.fire(uri);
+    return uri;
+  }
+
   /** One document per (kind, file): showing it again updates it in place. */
   async show(kind: string, file: vscode.Uri, markdown: string): Promise<vscode.TextEditor> {
     const name = path.basename(file.fsPath || file.path) || 'untitled';

@@ -1,6 +1,7 @@
 /** Text the extension shows: status bar, notifications, quick picks. Pure and unit-tested. */
 import * as path from 'path';
-import type { CoeditRow, EditResult, PatchResult, StatusResult, Tokens } from './protocol';
+import type { CoeditRow, EditResult, PatchResult, RecipeRunResult, StatusResult, Tokens } from './protocol';
+import { proposalId } from './protocol';
 
 export function formatCount(n: number | undefined | null): string {
   if (n === undefined || n === null || !Number.isFinite(n)) return '?';
@@ -11,10 +12,27 @@ export function formatCount(n: number | undefined | null): string {
   return `${(v / 1_000_000).toFixed(1).replace(/\.0$/, '')}M`;
 }
 
+/** A cost in the model profile's currency units: 4 decimals below 0.01, else 2. */
+export function formatCost(cost: number | undefined | null): string {
+  if (cost === undefined || cost === null || !Number.isFinite(cost) || cost < 0) return '';
+  if (cost === 0) return '0';
+  return cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2);
+}
+
 export function formatTokens(t: Tokens | undefined | null): string {
   if (!t) return '';
   const turns = typeof t.turns === 'number' ? `${t.turns} turn${t.turns === 1 ? '' : 's'}, ` : '';
-  return `${turns}${formatCount(t.input)} in / ${formatCount(t.output)} out`;
+  let s = `${turns}${formatCount(t.input)} in / ${formatCount(t.output)} out`;
+  if (typeof t.cacheRead === 'number' && t.cacheRead > 0) s += `, ${formatCount(t.cacheRead)} cached`;
+  if (typeof t.memory === 'number' && t.memory > 0) s += `, ${formatCount(t.memory)} memory`;
+  const cost = formatCost(t.cost);
+  if (cost) s += `, cost ${cost}`;
+  return s;
+}
+
+/** True when a result's tokens say nothing happened (a run cancelled before the model answered). */
+export function isEmptyTokens(t: Tokens | undefined | null): boolean {
+  return !t || ((t.input ?? 0) === 0 && (t.output ?? 0) === 0 && !t.cost);
 }
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'failed';
@@ -24,8 +42,23 @@ export interface StatusBarView {
   tooltip: string;
 }
 
-/** Status bar: `$(hubot) nagent: <model> · 1.2k in / 300 out` (the tokens of the last run). */
-export function statusBarView(state: ServerState, model: string | null | undefined, last?: Tokens | null, configured = true): StatusBarView {
+/**
+ * Status bar: `$(hubot) <model> · 1.2k↑ 300↓ · 0.0042` (the tokens and cost of the last run), or
+ * `$(sync~spin) <model> · <what is running>` while a run is in flight.
+ */
+export function statusBarView(
+  state: ServerState,
+  model: string | null | undefined,
+  last?: Tokens | null,
+  configured = true,
+  running?: string,
+): StatusBarView {
+  if (running && state === 'running') {
+    return {
+      text: `$(sync~spin) ${model || 'nagent'} · ${running}`,
+      tooltip: `nagent is working: ${running}\nCancel it from its progress notification.${last ? `\nLast run: ${formatTokens(last)} tokens` : ''}`,
+    };
+  }
   if (state === 'starting') return { text: '$(sync~spin) nagent', tooltip: 'nagent: starting the server…' };
   if (state === 'failed') return { text: '$(error) nagent', tooltip: 'nagent: the server is not running. Click for status.' };
   if (state === 'stopped') return { text: '$(circle-slash) nagent', tooltip: 'nagent: the server is stopped. Click for status.' };
@@ -34,6 +67,8 @@ export function statusBarView(state: ServerState, model: string | null | undefin
   let tooltip = `nagent model: ${name}${configured ? '' : ' — no API key or base URL configured'}`;
   if (last) {
     text += ` · ${formatCount(last.input)}↑ ${formatCount(last.output)}↓`;
+    const cost = formatCost(last.cost);
+    if (cost) text += ` · ${cost}`;
     tooltip += `\nLast run: ${formatTokens(last)} tokens`;
   }
   return { text, tooltip: tooltip + '\nClick for nagent status.' };
@@ -78,6 +113,13 @@ export interface Notice {
 export function editNotice(r: EditResult): Notice {
   const tokens = r.tokens ? ` (${formatTokens(r.tokens)} tokens)` : '';
   const response = firstLine(r.response);
+  if (!r.applied && proposalId(r.proposal)) {
+    const files = r.files?.length ?? 0;
+    return {
+      level: 'info',
+      message: `nagent proposes changes${files > 1 ? ` to ${files} files` : ''} for review${response ? `: ${response}` : '.'}${tokens}`,
+    };
+  }
   if (r.applied) {
     const n = r.edits ?? 0;
     return {
@@ -167,11 +209,12 @@ export function parseSplitIndex(indexPath: string, json: unknown): SplitIndexInf
   const source = o.source_path ?? o.sourcePath;
   if (typeof source !== 'string') return undefined;
   const segs = Array.isArray(o.segments) ? o.segments.length : typeof o.segment_count === 'number' ? o.segment_count : 0;
-  const created = typeof o.created_at === 'string' ? o.created_at : undefined;
+  const c = o.created_at ?? o.created;
+  const created = typeof c === 'string' ? c : undefined;
   return { indexPath, sourcePath: source, segmentCount: segs, created };
 }
 
-export function splitIndexItems(infos: SplitIndexInfo[], activeFile?: string): PickItem[] {
+export function splitIndexItems(infos: SplitIndexInfo[], activeFile?: string, now: Date = new Date()): PickItem[] {
   const sorted = [...infos].sort((a, b) => {
     const aa = a.sourcePath === activeFile ? 0 : 1;
     const bb = b.sourcePath === activeFile ? 0 : 1;
@@ -179,7 +222,7 @@ export function splitIndexItems(infos: SplitIndexInfo[], activeFile?: string): P
   });
   return sorted.map((i) => ({
     label: path.basename(i.sourcePath),
-    description: `${i.segmentCount} segment${i.segmentCount === 1 ? '' : 's'}${i.created ? ` · split ${i.created}` : ''}${i.sourcePath === activeFile ? ' · current file' : ''}`,
+    description: `${i.segmentCount} segment${i.segmentCount === 1 ? '' : 's'}${i.created ? ` · split ${formatDate(i.created, now)}` : ''}${i.sourcePath === activeFile ? ' · current file' : ''}`,
     detail: i.indexPath,
     target: i.indexPath,
   }));
@@ -187,4 +230,76 @@ export function splitIndexItems(infos: SplitIndexInfo[], activeFile?: string): P
 
 export function isHashMismatch(message: string): boolean {
   return /hash/i.test(message) && /(match|changed|differ)/i.test(message);
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * A timestamp (ISO 8601, or seconds/milliseconds since the epoch) as people read it, in local
+ * time: `today 14:05`, `yesterday 09:30`, `3 Mar 14:05` this year, else `3 Mar 2024`.
+ * Unparseable input is returned as it came.
+ */
+export function formatDate(value: string | number, now: Date = new Date()): string {
+  let d: Date;
+  if (typeof value === 'number' || /^\d+(\.\d+)?$/.test(String(value))) {
+    const n = Number(value);
+    d = new Date(n < 1e12 ? n * 1000 : n);
+  } else {
+    d = new Date(value);
+  }
+  if (Number.isNaN(d.getTime())) return String(value);
+  const hhmm = `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+  const day = (x: Date) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
+  const days = Math.round((day(now) - day(d)) / 86_400_000);
+  if (days === 0) return `today ${hhmm}`;
+  if (days === 1) return `yesterday ${hhmm}`;
+  if (d.getFullYear() === now.getFullYear()) return `${d.getDate()} ${MONTHS[d.getMonth()]} ${hhmm}`;
+  return `${d.getDate()} ${MONTHS[d.getMonth()]} ${d.getFullYear()}`;
+}
+
+/** One answer as the Answers panel shows it (Markdown). */
+export interface AnswerEntry {
+  /** e.g. "Edit", "Recipe tests", "Review" */
+  kind: string;
+  file: string;
+  request?: string;
+  response: string;
+  tokens?: Tokens | null;
+  outcome?: string;
+  outputs?: Record<string, unknown>;
+  files?: { uri: string; edits: number; created: boolean }[];
+  time: Date;
+}
+
+export function answerMarkdown(a: AnswerEntry): string {
+  const out: string[] = [];
+  out.push(`### ${a.kind} · ${mdEscape(path.basename(a.file))} · ${formatDate(a.time.toISOString(), a.time)}`);
+  if (a.request) out.push(`> ${mdEscape(a.request).replace(/\n/g, '\n> ')}`);
+  out.push(a.response.trim() ? a.response.trim() : '_(no answer text)_');
+  if (a.outputs && Object.keys(a.outputs).length > 0) {
+    out.push('**Outputs**');
+    for (const [k, v] of Object.entries(a.outputs)) {
+      const text = typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+      const fence = text.includes('```') ? '~~~~' : '```';
+      out.push(`\`${k}\`\n\n${fence}\n${text.length > 4000 ? text.slice(0, 4000) + '\n…' : text}\n${fence}`);
+    }
+  }
+  if (a.files && a.files.length > 1) {
+    out.push(a.files.map((f) => `- ${mdEscape(decodeURIComponent(path.basename(f.uri)))}: ${f.edits} edit${f.edits === 1 ? '' : 's'}${f.created ? ' (new file)' : ''}`).join('\n'));
+  }
+  const meta: string[] = [];
+  if (a.outcome) meta.push(a.outcome);
+  if (a.tokens) meta.push(`${formatTokens(a.tokens)} tokens`);
+  if (meta.length) out.push(`_${meta.map(mdEscape).join(' · ')}_`);
+  return out.join('\n\n');
+}
+
+export function editOutcome(r: EditResult | RecipeRunResult): string {
+  if (r.applied) return `applied ${r.edits ?? 0} edit${r.edits === 1 ? '' : 's'}`;
+  if (proposalId(r.proposal)) return 'awaiting review';
+  return r.reason ? `not applied: ${r.reason}` : 'no change';
+}
+
+function mdEscape(s: string): string {
+  return s.replace(/([\\`*_[\]<>])/g, '\\$1');
 }

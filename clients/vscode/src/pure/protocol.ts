@@ -18,6 +18,13 @@ export const ServerCommands = {
   conversationLoad: 'nagent.conversation.load',
   conversationSummarize: 'nagent.conversation.summarize',
   conversationCompact: 'nagent.conversation.compact',
+  reviewList: 'nagent.review.list',
+  reviewShow: 'nagent.review.show',
+  reviewApply: 'nagent.review.apply',
+  reviewDiscard: 'nagent.review.discard',
+  agentsList: 'nagent.agents.list',
+  recipesList: 'nagent.recipes.list',
+  recipeRun: 'nagent.recipe.run',
 } as const;
 export type ServerCommand = (typeof ServerCommands)[keyof typeof ServerCommands];
 
@@ -45,6 +52,18 @@ export interface Tokens {
   input: number;
   output: number;
   turns?: number;
+  /** Provider-reported cached input tokens (DESIGN §11). */
+  cacheRead?: number;
+  /** Tokens spent on folding memory (DESIGN §11). */
+  memory?: number;
+  /** Cost in the model profile's currency units, when the profile has a price. */
+  cost?: number | null;
+}
+
+export interface FileChangeSummary {
+  uri: string;
+  edits: number;
+  created: boolean;
 }
 
 export interface EditResult {
@@ -55,6 +74,99 @@ export interface EditResult {
   tokens: Tokens;
   patchPath?: string | null;
   reason?: string | null;
+  /** Every file of the change set (DESIGN §9). */
+  files?: FileChangeSummary[];
+  /** Set when the change awaits review: the proposal id (or the proposal itself). */
+  proposal?: string | ProposalRef | null;
+}
+
+/** What an edit result may carry as `proposal`: at least its id. */
+export interface ProposalRef {
+  id: string;
+  [extra: string]: unknown;
+}
+
+export interface ProposalListItem {
+  id: string;
+  createdAt: string;
+  request: string;
+  conversation: string | { path: string; fileId?: string };
+  files: { uri: string; hunks: number | unknown[] }[];
+}
+export interface ReviewListResult {
+  proposals: ProposalListItem[];
+}
+
+export interface Hunk {
+  id: string;
+  range: LspRange;
+  oldText: string;
+  newText: string;
+}
+export interface ProposalFile {
+  uri: string;
+  path: string;
+  created: boolean;
+  hunks: Hunk[];
+}
+export interface Proposal {
+  id: string;
+  request: string;
+  files: ProposalFile[];
+  response?: string;
+  [extra: string]: unknown;
+}
+export interface ReviewApplyResult {
+  applied: boolean;
+  edits: number;
+  files: unknown[];
+  rejected: string[];
+  conflicts: string[];
+}
+export interface ReviewDiscardResult {
+  rejected: string[];
+}
+
+export interface AgentInfo {
+  name: string;
+  description: string;
+  source: 'builtin' | 'user' | 'workspace' | string;
+  path?: string | null;
+}
+export interface AgentsListResult {
+  agents: AgentInfo[];
+}
+export interface RecipeInfo {
+  name: string;
+  description: string;
+  source: 'builtin' | 'user' | 'workspace' | string;
+  path: string;
+  steps: number | unknown[];
+}
+export interface RecipesListResult {
+  recipes: RecipeInfo[];
+}
+export interface RecipeRunResult {
+  outputs: Record<string, unknown>;
+  response: string;
+  applied: boolean;
+  edits: number;
+  proposal?: string | ProposalRef | null;
+  tokens: Tokens;
+  reason?: string | null;
+  conversation?: { path: string; fileId: string };
+  files?: FileChangeSummary[];
+}
+
+export interface ConversationListResult {
+  files: { fileId: string; path: string; conversation: string }[];
+}
+
+/** The id of the proposal an edit/recipe result announces, if any. */
+export function proposalId(p: string | ProposalRef | null | undefined): string | undefined {
+  if (!p) return undefined;
+  if (typeof p === 'string') return p;
+  return typeof p.id === 'string' ? p.id : undefined;
 }
 
 export interface HistoryCommit {

@@ -3,9 +3,13 @@ import * as path from 'path';
 import { test } from 'node:test';
 import {
   coeditItems,
+  answerMarkdown,
   editNotice,
   errorMessage,
+  formatCost,
   formatCount,
+  formatDate,
+  isEmptyTokens,
   formatTokens,
   isCancellation,
   isHashMismatch,
@@ -127,4 +131,53 @@ test('command arguments: one object, range only when not empty', () => {
   assert.deepEqual(editArgs('file:///a', 'do it', r), { uri: 'file:///a', request: 'do it', range: r });
   assert.deepEqual(editArgs('file:///a', 'do it', { start: { line: 1, character: 2 }, end: { line: 1, character: 2 } }), { uri: 'file:///a', request: 'do it' });
   assert.deepEqual(executeParams('nagent.status'), { command: 'nagent.status', arguments: [{}] });
+});
+
+test('cost and cache beside tokens', () => {
+  assert.equal(formatCost(0.0042), '0.0042');
+  assert.equal(formatCost(1.234), '1.23');
+  assert.equal(formatCost(null), '');
+  assert.equal(formatTokens({ input: 1500, output: 20, turns: 2, cacheRead: 1000, cost: 0.0042 }), '2 turns, 1.5k in / 20 out, 1k cached, cost 0.0042');
+  const v = statusBarView('running', 'm', { input: 1000, output: 10, cost: 0.5 });
+  assert.match(v.text, /1k↑ 10↓ · 0\.50$/);
+});
+
+test('status bar shows a running state and a cancelled run keeps the last figures', () => {
+  const v = statusBarView('running', 'm', { input: 1000, output: 10 }, true, 'editing app.py');
+  assert.match(v.text, /sync~spin.*editing app\.py/);
+  assert.ok(isEmptyTokens({ input: 0, output: 0, turns: 0 }));
+  assert.ok(!isEmptyTokens({ input: 300, output: 0 }));
+});
+
+test('readable dates', () => {
+  const now = new Date(2026, 10, 23, 15, 0);
+  assert.equal(formatDate(new Date(2026, 10, 23, 14, 5).toISOString(), now), 'today 14:05');
+  assert.equal(formatDate(new Date(2026, 10, 22, 9, 30).toISOString(), now), 'yesterday 09:30');
+  assert.equal(formatDate(new Date(2026, 2, 3, 14, 5).toISOString(), now), '3 Mar 14:05');
+  assert.equal(formatDate(new Date(2024, 2, 3).toISOString(), now), '3 Mar 2024');
+  assert.equal(formatDate(new Date(2024, 2, 3).getTime() / 1000, now), '3 Mar 2024');
+  assert.equal(formatDate('not a date', now), 'not a date');
+  const items = splitIndexItems([{ indexPath: '/i', sourcePath: '/a.py', segmentCount: 2, created: '2024-03-03T10:00:00Z' }], undefined, now);
+  assert.match(items[0].description ?? '', /split 3 Mar 2024/);
+});
+
+test('an answer as Markdown: file, request, response, tokens and cost', () => {
+  const md = answerMarkdown({
+    kind: 'Edit',
+    file: '/w/app.py',
+    request: 'rename greet',
+    response: 'Renamed it.',
+    tokens: { input: 1200, output: 30, cost: 0.01 },
+    outcome: 'applied 1 edit',
+    time: new Date(2026, 0, 1, 12, 0),
+  });
+  assert.match(md, /### Edit · app\.py/);
+  assert.match(md, /> rename greet/);
+  assert.match(md, /Renamed it\./);
+  assert.match(md, /applied 1 edit · 1\.2k in \/ 30 out, cost 0\.01 tokens/);
+});
+
+test('an edit awaiting review says so', () => {
+  const n = editNotice({ applied: false, response: 'ok', edits: 0, conversation: { path: '', fileId: '' }, tokens: { input: 1, output: 1 }, reason: 'awaiting review', proposal: 'p1', files: [{ uri: 'a', edits: 1, created: false }, { uri: 'b', edits: 1, created: false }] });
+  assert.match(n.message, /proposes changes to 2 files for review/);
 });

@@ -18,12 +18,34 @@ test('extension command ids never collide with server command ids (client start 
   }
 });
 
-test('menus only reference contributed commands; the edit commands are in the editor context menu', () => {
-  const menus = manifest.contributes.menus as Record<string, { command: string }[]>;
-  for (const entries of Object.values(menus)) for (const e of entries) assert.ok(contributed.includes(e.command), e.command);
-  const ctx = menus['editor/context'].map((e) => e.command);
-  assert.ok(ctx.includes(Commands.editSelection));
-  assert.ok(ctx.includes(Commands.editFile));
+test('menus only reference contributed commands; the editor context menu has a "nagent" submenu with the edit commands', () => {
+  const menus = manifest.contributes.menus as unknown as Record<string, { command?: string; submenu?: string }[]>;
+  const submenus = (manifest.contributes.submenus ?? []).map((s) => s.id);
+  for (const entries of Object.values(menus)) {
+    for (const e of entries) {
+      if (e.submenu) assert.ok(submenus.includes(e.submenu), e.submenu);
+      else assert.ok(e.command && contributed.includes(e.command), e.command);
+    }
+  }
+  const sub = menus['editor/context'].find((e) => e.submenu)?.submenu;
+  assert.ok(sub, 'no submenu in the editor context menu');
+  assert.equal(manifest.contributes.submenus.find((s) => s.id === sub)?.label, 'nagent');
+  const inSub = menus[sub].map((e) => e.command);
+  for (const c of [Commands.editSelection, Commands.editFile, Commands.editWithAgent, Commands.runRecipe]) assert.ok(inSub.includes(c), c);
+});
+
+test('keybindings name contributed commands', () => {
+  const keys = manifest.contributes.keybindings;
+  assert.ok(keys.length >= 5);
+  for (const k of keys) assert.ok(contributed.includes(k.command), k.command);
+  assert.ok(keys.some((k) => k.command === Commands.editSelection));
+  assert.ok(keys.some((k) => k.command === Commands.sendFromConversation && /nagent-conversation/.test(k.when ?? '')));
+});
+
+test('the conversation language covers conversation files, not the file index', () => {
+  const lang = manifest.contributes.languages.find((l) => l.id === 'nagent-conversation');
+  assert.ok(lang);
+  assert.ok(manifest.contributes.grammars.some((g) => g.language === 'nagent-conversation'));
 });
 
 test('commands carry the palette titles the docs and the e2e test use', () => {

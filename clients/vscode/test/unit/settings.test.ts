@@ -14,7 +14,7 @@ import {
 /** DESIGN §4 settings and the server's defaults (server/nagent_lsp/settings.py). */
 const SERVER_DEFAULTS: Record<string, unknown> = {
   model: 'gpt-4.1-mini',
-  baseUrl: null,
+  baseUrl: '',
   apiKeyEnv: 'OPENAI_API_KEY',
   temperature: 0.2,
   maxOutputTokens: 8192,
@@ -25,11 +25,24 @@ const SERVER_DEFAULTS: Record<string, unknown> = {
   denyRead: ['.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
   maxFileBytes: 52428800,
   confirmEdits: false,
-  stateRoot: null,
+  stateRoot: '',
   'history.maxCommits': 200,
   'history.maxChangesetFiles': 50,
   'history.summarize': true,
+  'history.shareSummaries': 'off',
+  models: {},
+  summaryModel: '',
+  writeScope: 'workspace',
+  denyWrite: ['.git/**', '.nagent/**', '.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
+  'conversation.tokenBudget': 60000,
 };
+
+/** The server's "unset" (null) is contributed as "" (the Settings UI cannot edit a nullable string). */
+const unsetAsEmpty = (v: unknown) => (v === null ? '' : v);
+
+test('no setting has a union type (the Settings UI shows those as "Edit in settings.json" only)', () => {
+  for (const [key, p] of Object.entries(contributedProperties())) assert.ok(!Array.isArray(p.type), `${key}: ${JSON.stringify(p.type)}`);
+});
 
 test('every server setting of DESIGN §4 is contributed, with type, default and description', () => {
   const props = contributedProperties();
@@ -61,12 +74,12 @@ test('contributed defaults agree with the real server (NAGENT_LSP_PYTHON)', (t) 
   const server = JSON.parse(out) as Record<string, unknown>;
   const flat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(server)) {
-    if (k === 'history') for (const [hk, hv] of Object.entries(v as object)) flat[`history.${hk}`] = hv;
+    if (k === 'history' || k === 'conversation') for (const [hk, hv] of Object.entries(v as object)) flat[`${k}.${hk}`] = hv;
     else flat[k] = v;
   }
   assert.deepEqual(Object.keys(flat).sort(), serverSettingKeys().sort());
   const props = contributedProperties();
-  for (const [k, v] of Object.entries(flat)) assert.deepEqual(props[`nagent.${k}`].default, v, `default of ${k}`);
+  for (const [k, v] of Object.entries(flat)) assert.deepEqual(props[`nagent.${k}`].default, unsetAsEmpty(v), `default of ${k}`);
 });
 
 function reader(values: Record<string, { value: unknown; explicit: boolean }>) {

@@ -1,0 +1,134 @@
+/**
+ * The conversation as a first-class document (DESIGN §2): language `nagent-conversation` with
+ * folding, opened at its end with `<initial_context>` folded, and kept in sync with the server's
+ * appends. The server reads the open buffer; before a run the client saves a conversation the user
+ * edited (the server would write that same text anyway) so that the server's append does not
+ * conflict with a dirty buffer, and after the run it makes sure the editor shows the appended text.
+ */
+import * as fs from 'fs';
+import * as vscode from 'vscode';
+import { conversationFolds, INITIAL_CONTEXT, isConversationPath, LANGUAGE_ID } from './pure/conversation';
+import * as api from './vscodeapi';
+
+export function isConversationDocument(doc: vscode.TextDocument): boolean {
+  return doc.languageId === LANGUAGE_ID || (doc.uri.scheme === 'file' && isConversationPath(doc.uri.fsPath));
+}
+
+export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.Disposable {
+  private readonly prepared = new Set<string>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly log: vscode.LogOutputChannel) {
+    this.disposables.push(
+      api.registerFoldingRangeProvider({ language: LANGUAGE_ID }, this),
+      api.onDidOpenTextDocument((d) => void this.ensureLanguage(d)),
+      vscode.window.onDidChangeActiveTextEditor((e) => {
+        if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
+      }),
+      vscode.workspace.onDidCloseTextDocument((d) => this.prepared.delete(d.uri.toString())),
+    );
+    for (const d of api.textDocuments()) void this.ensureLanguage(d);
+  }
+
+  provideFoldingRanges(doc: vscode.TextDocument): vscode.FoldingRange[] {
+    return conversationFolds(doc.getText()).map((f) => new vscode.FoldingRange(f.start, f.end, f.tag === INITIAL_CONTEXT ? vscode.FoldingRangeKind.Region : undefined));
+  }
+
+  /** A conversation under a custom state root is not matched by the language's file patterns. */
+  private async ensureLanguage(doc: vscode.TextDocument): Promise<vscode.TextDocument> {
+    if (doc.uri.scheme !== 'file' || doc.languageId === LANGUAGE_ID || !isConversationPath(doc.uri.fsPath)) return doc;
+    try {
+      return await api.setTextDocumentLanguage(doc, LANGUAGE_ID);
+    } catch (e) {
+      this.log.warn(`conversation language for ${doc.uri.fsPath}: ${String(e)}`);
+      return doc;
+    }
+  }
+
+  /** Open a conversation beside the editor, `<initial_context>` folded, the cursor at its end. */
+  async show(uri: vscode.Uri, column: vscode.ViewColumn = vscode.ViewColumn.Beside): Promise<vscode.TextEditor> {
+    const doc = await this.ensureLanguage(await api.openTextDocument(uri));
+    const shown = api.visibleEditors().find((e) => e.document.uri.toString() === doc.uri.toString());
+    const editor = await api.showTextDocument(doc, { viewColumn: shown?.viewColumn ?? column, preserveFocus: false, preview: false });
+    await this.prepare(editor);
+    return editor;
+  }
+
+  /** Fold the initial context and go to the end (the editor must be the active one). */
+  private async prepare(editor: vscode.TextEditor): Promise<void> {
+    this.prepared.add(editor.document.uri.toString());
+    const fold = conversationFolds(editor.document.getText()).find((f) => f.tag === INITIAL_CONTEXT);
+    if (fold && vscode.window.activeTextEditor === editor) {
+      try {
+        await api.commands.execute('editor.fold', { selectionLines: [fold.start], levels: 1 });
+      } catch (e) {
+        this.log.warn(`folding the initial context: ${String(e)}`);
+      }
+    }
+    revealEnd(editor);
+  }
+
+  /** Save conversations the user edited, run `fn`, then show what the server appended. */
+  async withSync<T>(fn: () => Promise<T>): Promise<T> {
+    for (const d of api.textDocuments()) {
+      if (isConversationDocument(d) && d.isDirty && d.uri.scheme === 'file') {
+        try {
+          await d.save();
+        } catch (e) {
+          this.log.warn(`saving ${d.uri.fsPath} before the run: ${String(e)}`);
+        }
+      }
+    }
+    try {
+      return await fn();
+    } finally {
+      await this.refresh();
+    }
+  }
+
+  /** Make every open conversation show its file on disk (VS Code reloads clean files on its own; wait for it, then force). */
+  async refresh(): Promise<void> {
+    const docs = api.textDocuments().filter((d) => d.uri.scheme === 'file' && isConversationDocument(d));
+    const stale = async () => {
+      const out: vscode.TextDocument[] = [];
+      for (const d of docs) {
+        if (d.isClosed || d.isDirty) continue;
+        let disk: string;
+        try {
+          disk = await fs.promises.readFile(d.uri.fsPath, 'utf8');
+        } catch {
+          continue;
+        }
+        if (disk !== d.getText()) out.push(d);
+      }
+      return out;
+    };
+    const t0 = Date.now();
+    let left = await stale();
+    while (left.length && Date.now() - t0 < 2000) {
+      await new Promise((r) => setTimeout(r, 100));
+      left = await stale();
+    }
+    if (left.length) {
+      const back = api.activeEditor();
+      for (const d of left) {
+        const shown = api.visibleEditors().find((e) => e.document === d);
+        await api.showTextDocument(d, { viewColumn: shown?.viewColumn, preserveFocus: false, preview: false });
+        await api.commands.execute('workbench.action.files.revert');
+      }
+      if (back) await api.showTextDocument(back.document, { viewColumn: back.viewColumn, preserveFocus: false });
+    }
+    for (const e of api.visibleEditors()) if (docs.includes(e.document)) revealEnd(e);
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+export function revealEnd(editor: vscode.TextEditor): void {
+  const last = editor.document.lineAt(editor.document.lineCount - 1);
+  const end = last.range.end;
+  if (vscode.window.activeTextEditor === editor) editor.selection = new vscode.Selection(end, end);
+  editor.revealRange(new vscode.Range(end, end), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}

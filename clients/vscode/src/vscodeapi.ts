@@ -1,0 +1,110 @@
+/**
+ * The thin seam between the extension and the `vscode` module (as in ruff-vscode): the rest of
+ * the extension calls these wrappers, so the editor API it depends on is listed in one place and
+ * can be replaced by a fake in tests.
+ */
+import * as vscode from 'vscode';
+
+export const commands = {
+  register: (id: string, fn: (...args: unknown[]) => unknown): vscode.Disposable => vscode.commands.registerCommand(id, fn),
+  execute: <T = unknown>(id: string, ...args: unknown[]): Thenable<T> => vscode.commands.executeCommand<T>(id, ...args),
+  setContext: (key: string, value: unknown): Thenable<unknown> => vscode.commands.executeCommand('setContext', key, value),
+};
+
+export function getConfiguration(section: string, scope?: vscode.ConfigurationScope): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration(section, scope);
+}
+
+export function onDidChangeConfiguration(listener: (e: vscode.ConfigurationChangeEvent) => unknown): vscode.Disposable {
+  return vscode.workspace.onDidChangeConfiguration(listener);
+}
+
+export function createOutputChannel(name: string): vscode.LogOutputChannel {
+  return vscode.window.createOutputChannel(name, { log: true });
+}
+
+export function activeEditor(): vscode.TextEditor | undefined {
+  return vscode.window.activeTextEditor;
+}
+
+export function visibleEditors(): readonly vscode.TextEditor[] {
+  return vscode.window.visibleTextEditors;
+}
+
+export function openTextDocument(uri: vscode.Uri): Thenable<vscode.TextDocument> {
+  return vscode.workspace.openTextDocument(uri);
+}
+
+export function textDocuments(): readonly vscode.TextDocument[] {
+  return vscode.workspace.textDocuments;
+}
+
+export function showTextDocument(doc: vscode.TextDocument | vscode.Uri, options?: vscode.TextDocumentShowOptions): Thenable<vscode.TextEditor> {
+  return doc instanceof vscode.Uri ? vscode.window.showTextDocument(doc, options) : vscode.window.showTextDocument(doc, options);
+}
+
+export function applyEdit(edit: vscode.WorkspaceEdit): Thenable<boolean> {
+  return vscode.workspace.applyEdit(edit);
+}
+
+export function showQuickPick<T extends vscode.QuickPickItem>(items: T[] | Thenable<T[]>, options: vscode.QuickPickOptions): Thenable<T | undefined> {
+  return vscode.window.showQuickPick(items, options);
+}
+
+export function showInputBox(options: vscode.InputBoxOptions): Thenable<string | undefined> {
+  return vscode.window.showInputBox(options);
+}
+
+export function showInformationMessage(message: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showInformationMessage(message, ...items);
+}
+
+export function showWarningMessage(message: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showWarningMessage(message, ...items);
+}
+
+export function showErrorMessage(message: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showErrorMessage(message, ...items);
+}
+
+export function createWebviewPanel(viewType: string, title: string, column: vscode.ViewColumn, preserveFocus: boolean): vscode.WebviewPanel {
+  return vscode.window.createWebviewPanel(viewType, title, { viewColumn: column, preserveFocus }, { enableScripts: false, enableFindWidget: true, retainContextWhenHidden: false });
+}
+
+export function registerTextDocumentContentProvider(scheme: string, provider: vscode.TextDocumentContentProvider): vscode.Disposable {
+  return vscode.workspace.registerTextDocumentContentProvider(scheme, provider);
+}
+
+export function registerCodeLensProvider(selector: vscode.DocumentSelector, provider: vscode.CodeLensProvider): vscode.Disposable {
+  return vscode.languages.registerCodeLensProvider(selector, provider);
+}
+
+export function registerFoldingRangeProvider(selector: vscode.DocumentSelector, provider: vscode.FoldingRangeProvider): vscode.Disposable {
+  return vscode.languages.registerFoldingRangeProvider(selector, provider);
+}
+
+export function setTextDocumentLanguage(doc: vscode.TextDocument, languageId: string): Thenable<vscode.TextDocument> {
+  return vscode.languages.setTextDocumentLanguage(doc, languageId);
+}
+
+export function onDidOpenTextDocument(listener: (d: vscode.TextDocument) => unknown): vscode.Disposable {
+  return vscode.workspace.onDidOpenTextDocument(listener);
+}
+
+export function onDidChangeVisibleTextEditors(listener: (e: readonly vscode.TextEditor[]) => unknown): vscode.Disposable {
+  return vscode.window.onDidChangeVisibleTextEditors(listener);
+}
+
+export function onDidChangeTextDocument(listener: (e: vscode.TextDocumentChangeEvent) => unknown): vscode.Disposable {
+  return vscode.workspace.onDidChangeTextDocument(listener);
+}
+
+/** Render Markdown to HTML with VS Code's own Markdown extension (undefined when it is absent). */
+export async function renderMarkdown(markdown: string): Promise<string | undefined> {
+  try {
+    const html = await vscode.commands.executeCommand<string>('markdown.api.render', markdown);
+    return typeof html === 'string' ? html : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,48 @@
+import { strict as assert } from 'assert';
+import { test } from 'node:test';
+import { conversationFolds, isConversationPath, trailingRequest } from '../../src/pure/conversation';
+
+const CONV = [
+  '<initial_context>',
+  'role and rules',
+  '{file-history}',
+  '</initial_context>',
+  '<user-prompt>',
+  'rename greet',
+  '</user-prompt>',
+  '<agent-response>',
+  'done',
+  '</agent-response>',
+  '<nagent-turn-status utc="x" turn="1" />',
+  '<user-prompt>one line</user-prompt>',
+  '',
+].join('\n');
+
+test('conversation paths: conversations and saves, not the index', () => {
+  assert.ok(isConversationPath('/r/.nagent/conversations/app-bdac0ac2-c86a-43a7-bba7-70946640a47d'));
+  assert.ok(isConversationPath('/r/.nagent/conversations/saved/mine'));
+  assert.ok(!isConversationPath('/r/.nagent/conversations/file-index.json'));
+  assert.ok(!isConversationPath('/r/src/app.py'));
+  assert.ok(isConversationPath('/custom/state/conversations/x-bdac0ac2-c86a-43a7-bba7-70946640a47d'));
+});
+
+test('folds: one per multi-line block, the initial context first', () => {
+  assert.deepEqual(conversationFolds(CONV), [
+    { start: 0, end: 3, tag: 'initial_context' },
+    { start: 4, end: 6, tag: 'user-prompt' },
+    { start: 7, end: 9, tag: 'agent-response' },
+  ]);
+  assert.deepEqual(conversationFolds('<initial_context>\nnot closed'), []);
+});
+
+test('the request typed after the last block', () => {
+  assert.equal(trailingRequest(CONV), undefined);
+  const typed = CONV + '\nnow add a docstring\nplease\n';
+  const t = trailingRequest(typed);
+  assert.ok(t);
+  assert.equal(t.request, 'now add a docstring\nplease');
+  assert.equal(typed.slice(t.start).trim(), t.request);
+  assert.equal(trailingRequest('Interrupted...\nretry')?.request, 'retry');
+  // text inside the conversation (not after the last block) is not a request
+  assert.equal(trailingRequest('<user-prompt>\nx\n</user-prompt>\n'), undefined);
+});

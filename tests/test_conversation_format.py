@@ -224,15 +224,20 @@ def test_turn_status_line_and_round_trip():
     line = status.render()
     assert line == (
         '<nagent-turn-status utc="2025-01-02T03:04:05Z" turn="3" tokens_in="120" tokens_out="30" '
-        'tokens_in_total="400" tokens_out_total="90" estimated="true" />'
+        'tokens_in_total="400" tokens_out_total="90" estimated="true" cache_read_total="0" stripped_turns="0" '
+        'fabricated_turns="0" />'
     )
     assert "\n" not in line
     assert parse_turn_status(line) == status
     plain = TurnStatus(utc="u", turn=1).render()
     assert "estimated" not in plain
-    # nagent writes more counters than we keep; reading them back ignores what we do not use
-    nagent = parse_turn_status('<nagent-turn-status utc="u" turn="1" cache_read_total="5" stripped_turns="2" />')
-    assert nagent == TurnStatus(utc="u", turn=1)
+    # nagent's counters read back; what we do not keep (cache_write_total) is ignored
+    nagent = parse_turn_status(
+        '<nagent-turn-status utc="u" turn="1" cache_read_total="5" cache_write_total="7" stripped_turns="2" />'
+    )
+    assert nagent == TurnStatus(utc="u", turn=1, cache_read_total=5, stripped_turns=2)
+    pointed = TurnStatus(utc="u", turn=2, stripped_turns=1, raw="/s/outputs/x.raw.txt")
+    assert 'raw="/s/outputs/x.raw.txt"' in pointed.render() and parse_turn_status(pointed.render()) == pointed
 
 
 def test_reading_nagent_and_hand_edited_status_lines():

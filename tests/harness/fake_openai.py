@@ -25,6 +25,7 @@ request takes the next entry; when the queue is empty the ``responder`` callable
 clients fail fast instead of retrying).
 
 - ``{"text": "hello"}`` — a reply. Optional: ``"usage": {"prompt_tokens": 12, "completion_tokens": 3}``
+  (add ``"cached_tokens": 8`` to report ``prompt_tokens_details.cached_tokens``)
   (or ``[12, 3]``; ``null`` sends no usage at all; absent means a usage computed as ceil(chars/4)),
   ``"finish_reason": "stop"``, ``"chunks": ["hel", "lo"]`` (how a stream splits the text; default: by word),
   ``"chunk_delay": 0.1`` (seconds between stream chunks), ``"delay": 2.5`` (seconds before answering).
@@ -418,6 +419,14 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(entry["usage"], Mapping):
             prompt = int(entry["usage"].get("prompt_tokens", 0))
             completion = int(entry["usage"].get("completion_tokens", 0))
+            cached = entry["usage"].get("cached_tokens")
+            if cached is not None:  # OpenAI's prompt-cache figure, in prompt_tokens_details
+                return {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                    "prompt_tokens_details": {"cached_tokens": int(cached)},
+                }
         else:
             prompt, completion = (int(x) for x in entry["usage"])
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -1,44 +1,85 @@
-"""A conversation file held for one run: re-read at the start, every append written atomically."""
+"""A conversation file held for one run: re-read at the start; appends appended, rewrites atomic.
+
+An append costs what it appends (DESIGN §11): the new blocks are appended to the file and fsynced, as long as the
+file on disk is what this object last wrote (its size tells); otherwise (the text came from an unsaved buffer, the
+initial context was replaced, the user changed the file meanwhile) the whole text is written atomically once, and
+appends go on from there. Whole rewrites (the initial context, a fold, compaction) are always atomic.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from nagent_lsp.core.ports import EditorPort
-from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.store.atomic import atomic_write_bytes
+from nagent_lsp.store.conversations import append_conversation
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.tags.transcript import INITIAL_CONTEXT, append_block, set_initial_context
 
 
-@dataclass
 class ConversationFile:
-    path: Path
-    text: str
-    secrets: tuple[str, ...] = ()  # never written: a read or a result that holds one gets it redacted
+    def __init__(self, path: Path, text: str, secrets: tuple[str, ...] = ()):
+        self.path = path
+        self._text = text
+        self.secrets = secrets  # never written: a read or a result that holds one gets it redacted
+        self._disk_size: int | None = (
+            None  # bytes on disk when they are exactly `text` (as last written); None: unknown
+        )
+        self.appends = 0  # appends written as appends (not as a rewrite), for tests and the benchmark
+        self.rewrites = 0
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
+        self._disk_size = None  # the disk no longer holds this text: the next save rewrites it whole
 
     @classmethod
     def open(cls, path: Path, port: EditorPort | None = None, secrets: tuple[str, ...] = ()) -> ConversationFile:
         """The user's latest words win: an open buffer (unsaved edits included) over the file on disk."""
         buffer = port.read_buffer(path) if port is not None else None
         text = buffer.text if buffer is not None else read_disk_text(path)
-        return cls(path, text, tuple(s for s in secrets if s))
+        convo = cls(path, text, tuple(s for s in secrets if s))
+        if buffer is None:
+            convo._disk_size = len(text.encode("utf-8")) if path.exists() else None
+        return convo
 
     def set_context(self, context: str, save: bool = True) -> None:
         """`context` is a whole <initial_context> block (as the context builder makes it) or just its body."""
         head, tail = f"<{INITIAL_CONTEXT}>\n", f"\n</{INITIAL_CONTEXT}>"
         if context.startswith(head) and context.endswith(tail):
             context = context[len(head) : -len(tail)]
-        self.text = set_initial_context(self.text, context)
+        updated = set_initial_context(self._text, context)
+        if updated != self._text:
+            self.text = updated
         if save:
             self.save()
 
     def append(self, *blocks: str) -> None:
+        before = self._text
+        text = before
         for block in blocks:
             for secret in self.secrets:
                 block = block.replace(secret, "[redacted]")
-            self.text = append_block(self.text, block)
+            text = append_block(text, block)
+        self._text = text
+        added = text[len(before) :].encode("utf-8")
+        if self._disk_size is not None:
+            try:
+                if append_conversation(self.path, added, self._disk_size):
+                    self._disk_size += len(added)
+                    self.appends += 1
+                    return
+            except OSError:
+                pass  # a partial append: the rewrite below puts the whole text back
         self.save()
 
     def save(self) -> None:
-        atomic_write_text(self.path, self.text)
+        """Write the whole text atomically (temp file, fsync, rename)."""
+        data = self._text.encode("utf-8")
+        atomic_write_bytes(self.path, data)
+        self._disk_size = len(data)
+        self.rewrites += 1

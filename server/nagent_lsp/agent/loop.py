@@ -9,16 +9,18 @@ time, so the run stops at once. While the adapter waits to retry (a Retry-After)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.memory import Memory
 from nagent_lsp.agent.run import MAX_DEPTH, EditSession
 from nagent_lsp.agent.tools import execute
 from nagent_lsp.core.identity import slug
-from nagent_lsp.core.model import ModelCancelled, ModelError, ModelNotConfigured, Reply, retry_notice
+from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, retry_notice
 from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.tags import (
     MAX_ATTEMPTS,
@@ -52,24 +54,60 @@ class RunFailed(Exception):
 
 
 @dataclass
+class _Telemetry:
+    """One turn's replies that were stripped or fabricated (its rejected attempts included), and the sidecar of the
+    accepted reply's raw text when the conversation records a cleaned copy."""
+
+    stripped: int = 0
+    fabricated: int = 0
+    raw: str | None = None
+    cache_before: int = 0
+
+    def count(self, parsed: ParsedReply, rejected: bool) -> None:
+        if rejected or _stripped(parsed):
+            self.stripped += 1
+        if parsed.fabrication is not None:
+            self.fabricated += 1
+
+
+def raw_pointer(path: str) -> str:
+    return (
+        f"Your reply as written is kept in {path}; this conversation records only its protocol tags. "
+        f'Read it with <nagent-read path="{path}"/> only if you need it.'
+    )
+
+
+def _stripped(parsed: ParsedReply) -> bool:
+    """Whether the conversation records a cleaned copy of the reply instead of its raw text."""
+    return bool(parsed.ignored or parsed.duplicates or parsed.fabrication)
+
+
+@dataclass
 class LoopOutcome:
     responses: list[str] = field(default_factory=list)
     steps: int = 0
     stopped_by_limit: bool = False
 
 
-async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome:
+async def run_loop(session: EditSession, convo: ConversationFile, memory: Memory | None = None) -> LoopOutcome:
+    """`memory`: the fold policy (DESIGN §11), also handed to sub-conversations; None never folds."""
     outcome = LoopOutcome()
     max_steps = session.settings.maxSteps
     while outcome.steps < max_steps:
         outcome.steps += 1
         session.report(f"turn {outcome.steps} · {session.tokens.input + session.tokens.output} tokens")
         before = (session.tokens.input, session.tokens.output)
-        reply_text, parsed, finish = await _accepted_reply(session, convo, outcome.steps)
-        body = reply_text if not (parsed.ignored or parsed.duplicates or parsed.fabrication) else _clean(parsed)
+        telemetry = _Telemetry(cache_before=session.tokens.cache_read)
+        reply_text, parsed, finish = await _accepted_reply(session, convo, outcome.steps, memory, telemetry)
+        body = reply_text
+        if _stripped(parsed):
+            body = _clean(parsed)
+            telemetry.raw = _keep_raw(session, convo, outcome.steps, 0, reply_text, parsed)
         blocks = [agent_response_block(body)]
         blocks += [system_block(note) for note in advisories(parsed, _truncated(finish))]
-        blocks.append(_turn_status(session, convo, outcome.steps, before))
+        if telemetry.raw is not None:
+            blocks.append(system_block(raw_pointer(telemetry.raw)))
+        blocks.append(_turn_status(session, convo, outcome.steps, before, telemetry))
         convo.append(*blocks)
         ran_action, nexts = False, []
         for action in parsed.actions:
@@ -82,7 +120,7 @@ async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome
             else:
                 session.report(f"turn {outcome.steps} · {action.tag}")
                 if isinstance(action, Conversation):
-                    convo.append(await run_child(session, action))
+                    convo.append(await run_child(session, action, memory))
                 else:
                     convo.append(await execute(session, action))
                 ran_action = True
@@ -96,13 +134,13 @@ async def run_loop(session: EditSession, convo: ConversationFile) -> LoopOutcome
 
 
 async def _accepted_reply(
-    session: EditSession, convo: ConversationFile, turn: int
+    session: EditSession, convo: ConversationFile, turn: int, memory: Memory | None, telemetry: _Telemetry
 ) -> tuple[str, ParsedReply, str | None]:
     provider_failed = False
     last_error = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            reply = await _ask(session, convo, turn)
+            reply = await _ask(session, convo, turn, memory)
         except (ModelCancelled, ModelNotConfigured):
             raise
         except ModelError as exc:
@@ -118,9 +156,10 @@ async def _accepted_reply(
         session.tokens.add(reply.usage)
         parsed = parse_reply(reply.text)
         note = correction(parsed, _truncated(reply.finish_reason))
+        telemetry.count(parsed, rejected=note is not None)
         if note is None:
             return reply.text, parsed, reply.finish_reason
-        kept = _keep_raw(session, convo, turn, attempt, reply.text)
+        kept = _keep_raw(session, convo, turn, attempt, reply.text, parsed)
         convo.append(
             system_block(
                 f"{note} (Attempt {attempt} of {MAX_ATTEMPTS}; the rejected reply is kept in {kept}, "
@@ -134,20 +173,35 @@ async def _accepted_reply(
     raise RunFailed(message)
 
 
-async def _ask(session: EditSession, convo: ConversationFile, turn: int) -> Reply:
-    """One model call; a retry wait the adapter announces (a server's Retry-After) shows in the progress."""
+async def _ask(session: EditSession, convo: ConversationFile, turn: int, memory: Memory | None = None) -> Reply:
+    """One model call; a retry wait the adapter announces (a server's Retry-After) shows in the progress. Over the
+    token budget, the oldest turns are folded into memory first. A call cancelled before its reply still counts
+    what it sent (the estimate: no usage comes back)."""
 
     def waiting(seconds: float, why: str) -> None:
         session.report(f"turn {turn} · {why}: retrying in {seconds:.0f} s (cancel to stop)")
 
+    messages = to_messages(convo.text)
+    if memory is not None and memory.over(messages):
+        session.report(f"turn {turn} · folding old turns into memory")
+        if await memory.fold(convo, session.tokens, cancel=session.cancel):
+            messages = to_messages(convo.text)
     token = retry_notice.set(waiting)
     try:
         started = time.perf_counter()
-        reply = await session.ask_model(to_messages(convo.text))
+        reply = await _call(session, messages)
         log.info("model call took %.1f ms", (time.perf_counter() - started) * 1000)
         return reply
     finally:
         retry_notice.reset(token)
+
+
+async def _call(session: EditSession, messages: list[Message]) -> Reply:
+    try:
+        return await session.ask_model(messages)
+    except (ModelCancelled, asyncio.CancelledError):
+        session.tokens.add_unanswered(messages)
+        raise
 
 
 def _truncated(finish_reason: str | None) -> str | None:
@@ -159,13 +213,27 @@ def _clean(parsed: ParsedReply) -> str:
     return "\n".join(action.to_tag() for action in parsed.actions)
 
 
-def _keep_raw(session: EditSession, convo: ConversationFile, turn: int, attempt: int, text: str) -> str:
-    path = session.outputs_dir() / f"{convo.path.name}.invalid-{turn}-{attempt}-{uuid.uuid4().hex[:8]}.txt"
-    atomic_write_text(path, text)
+def _keep_raw(
+    session: EditSession, convo: ConversationFile, turn: int, attempt: int, text: str, parsed: ParsedReply
+) -> str:
+    """The raw reply in a sidecar under outputs/ (a rejected attempt, or an accepted reply recorded cleaned: attempt
+    0), with a short header; the turn status or the correction points to it, and <nagent-read> reads it back."""
+    kind = "raw" if attempt == 0 else f"invalid-{attempt}"
+    path = session.outputs_dir() / f"{convo.path.name}.{turn}-{kind}-{uuid.uuid4().hex[:8]}.txt"
+    stripped = "; ".join(n.message for n in parsed.notes) or (str(parsed.error) if parsed.error else "no actions")
+    header = (
+        f"# nagent-lsp: raw model reply, kept out of the conversation\n# conversation: {convo.path.name}\n"
+        f"# turn: {turn}\n# utc: {utc_stamp()}\n# stripped: {' '.join(stripped.split())}\n# --- reply below ---\n"
+    )
+    for secret in session.secrets:
+        text = text.replace(secret, "[redacted]")
+    atomic_write_text(path, header + text)
     return str(path)
 
 
-def _turn_status(session: EditSession, convo: ConversationFile, turn: int, before: tuple[int, int]) -> str:
+def _turn_status(
+    session: EditSession, convo: ConversationFile, turn: int, before: tuple[int, int], telemetry: _Telemetry
+) -> str:
     """This turn's tokens (all attempts) and the conversation's running totals across runs."""
     previous = last_turn_status(convo.text)
     used_in = session.tokens.input - before[0]
@@ -178,10 +246,16 @@ def _turn_status(session: EditSession, convo: ConversationFile, turn: int, befor
         tokens_in_total=(previous.tokens_in_total if previous else 0) + used_in,
         tokens_out_total=(previous.tokens_out_total if previous else 0) + used_out,
         estimated=session.tokens.estimated,
+        cache_read_total=(previous.cache_read_total if previous else 0)
+        + session.tokens.cache_read
+        - telemetry.cache_before,
+        stripped_turns=(previous.stripped_turns if previous else 0) + telemetry.stripped,
+        fabricated_turns=(previous.fabricated_turns if previous else 0) + telemetry.fabricated,
+        raw=telemetry.raw,
     ).render()
 
 
-async def run_child(parent: EditSession, action: Conversation) -> str:
+async def run_child(parent: EditSession, action: Conversation, memory: Memory | None = None) -> str:
     """A sub-conversation: an isolated child loop with its own conversation file and the same permissions."""
     refused = _child_depth_error(parent, action)
     if refused:
@@ -200,7 +274,7 @@ async def run_child(parent: EditSession, action: Conversation) -> str:
         convo.set_context(parent.child_context(name, "delegated"))
     convo.append(user_prompt_block(action.prompt))
     try:
-        outcome = await run_loop(child, convo)
+        outcome = await run_loop(child, convo, memory)
         exit_code, output, err = 0, "\n".join(outcome.responses), ""
     except RunFailed as exc:
         exit_code, output, err = 1, "", str(exc)

@@ -18,19 +18,22 @@ from nagent_lsp.agent.sandbox import Refused, resolve_in
 from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, split_text, trusted_splits_of
 from nagent_lsp.agent.write_policy import resolve_write
-from nagent_lsp.core.errors import PatchError, SplitError
+from nagent_lsp.core.errors import PatchError, SplitError, UserError
 from nagent_lsp.core.identity import file_id_for, sha256_hex
 from nagent_lsp.core.limits import INLINE_LIMIT
+from nagent_lsp.store.files import decode_text, read_regular_bytes
 from nagent_lsp.store.splits import INDEX, read_segment
 from nagent_lsp.tags import (
     Action,
     FilePatch,
     FileRead,
     Read,
+    Replace,
     Shell,
     Write,
     render_result,
 )
+from nagent_lsp.text.search_replace import ReplaceFailed, apply_blocks
 
 
 async def execute(session: EditSession, action: Action) -> str:
@@ -43,6 +46,8 @@ async def execute(session: EditSession, action: Action) -> str:
         return _file_patch(session, action.index)
     if isinstance(action, Write):
         return await _write(session, action.path, action.content)
+    if isinstance(action, Replace):
+        return await _replace(session, action)
     if isinstance(action, Shell):
         return await _shell(session, action.command)
     raise TypeError(f"not an executable action: {action!r}")
@@ -106,6 +111,23 @@ def _staged_other(session: EditSession, path_str: str) -> str | None:
     return staged.text
 
 
+def _server_output(session: EditSession, path_str: str) -> str | None:
+    """A read of a file the server itself keeps in the state root's outputs/ (a stripped reply's raw text, a long
+    shell output), which the conversation points to; allowed wherever the state root lies. None: not one."""
+    try:
+        path = resolve_in(path_str, session.cwd)
+        if path.parent != session.outputs_dir().resolve():
+            return None
+    except (OSError, RuntimeError, ValueError):
+        return None
+    try:
+        text = decode_text(path, read_regular_bytes(path, INLINE_LIMIT, follow_symlinks=False))
+    except (OSError, UserError) as exc:
+        error = getattr(exc, "strerror", None) or str(exc)
+        return render_result("read", {"path": path_str, "error": f"cannot read it: {error}"})
+    return render_result("read", {"path": path_str}, text)
+
+
 def _read(session: EditSession, path_str: str) -> str:
     other = _staged_other(session, path_str)
     if other is not None:
@@ -125,6 +147,9 @@ def _read(session: EditSession, path_str: str) -> str:
         if len(text.encode("utf-8")) > INLINE_LIMIT:
             return render_result("read", {"path": path_str, "error": f"segment too large ({INLINE_LIMIT} bytes max)"})
         return render_result("read", {"path": path_str}, text)
+    output = _server_output(session, path_str)
+    if output is not None:
+        return output
     outcome = read_with(session.read_rules(), path_str, session.port, base=session.cwd)
     if not outcome.ok:
         return render_result("read", {"path": path_str, "error": outcome.error})
@@ -284,6 +309,35 @@ async def _write(session: EditSession, path_str: str, content: str) -> str:
     }
     session.report(f"wrote {where.path.name}")
     return render_result("write", attrs)
+
+
+async def _replace(session: EditSession, action: Replace) -> str:
+    """`<nagent-replace>` (DESIGN §11): the write path of `_write` (same policy, same staging), applied to the text
+    the run sees now (its staged edits included), whatever its size; every block applies or none does."""
+    path_str = action.path
+    try:
+        where = await resolve_write(session, path_str)
+        if where.kind == "new":
+            raise Refused(f"{where.path} does not exist; create it with <nagent-write>")
+        current = session.text_of(where)
+    except Refused as exc:
+        return render_result("replace", {"path": path_str, "status": "error"}, exc.reason)
+    try:
+        applied = apply_blocks(current, action.blocks, path_str)
+    except ReplaceFailed as exc:
+        attrs = {"path": path_str, "status": "error", "block": exc.block, "blocks": exc.total}
+        return render_result("replace", attrs, exc.message)
+    session.stage(where, applied.text)
+    session.report(f"replaced {applied.blocks} block(s) in {where.path.name}")
+    attrs = {
+        "path": path_str,
+        "status": "ok",
+        "resolved": where.path,
+        "blocks": applied.blocks,
+        "at_lines": ",".join(str(start) for start, _ in applied.lines),
+        "whitespace_tolerant": applied.tolerant or None,
+    }
+    return render_result("replace", attrs)
 
 
 async def _shell(session: EditSession, command: str) -> str:

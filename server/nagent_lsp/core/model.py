@@ -18,6 +18,7 @@ class Usage:
     input: int
     output: int
     estimated: bool = False
+    cache_read: int = 0  # of `input`, tokens the provider served from its prompt cache (DESIGN §11)
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,7 @@ class OpenAIChatModel:
         text = choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
-            counted = Usage(usage.prompt_tokens, usage.completion_tokens)
+            counted = Usage(usage.prompt_tokens, usage.completion_tokens, cache_read=_cached_tokens(usage))
         else:
             counted = Usage(
                 estimate_tokens("".join(str(m["content"]) for m in payload)), estimate_tokens(text), estimated=True
@@ -320,6 +320,16 @@ class OpenAIChatModel:
         if self._client is None or self._client_loop is not loop:
             self._client, self._client_loop = self._new_client(sync=False), loop
         return self._client
+
+
+def _cached_tokens(usage: Any) -> int:
+    """Input tokens served from the provider's prompt cache: OpenAI's `prompt_tokens_details.cached_tokens`
+    (compatible servers that report none count 0)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None and isinstance(details, Mapping):
+        cached = details.get("cached_tokens")
+    return cached if isinstance(cached, int) and cached > 0 else 0
 
 
 def _sdk() -> Any:

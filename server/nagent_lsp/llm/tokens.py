@@ -1,10 +1,20 @@
-"""Token accounting for a run: provider figures when given, else the chars/4 estimate."""
+"""Token accounting for a run: provider figures when given, else the chars/4 estimate (DESIGN §5.6, §11).
+
+`input`/`output`/`turns` count the conversation's own model calls (sub-conversations roll up into them);
+`cacheRead` is the part of `input` the provider served from its prompt cache; `memory` counts the calls that folded
+old turns into a summary (input + output of the summary model), kept apart so a run shows what its memory cost.
+`cost` is reported when the prices are known: the model profile's `price` (per million tokens) for the run's
+calls and the summary profile's for memory.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from nagent_lsp.core.model import Usage
+from nagent_lsp.core.model import Message, Usage, estimate_tokens
+
+Price = tuple[float, float]  # (input, output) per million tokens
 
 
 @dataclass
@@ -13,18 +23,70 @@ class Tokens:
     output: int = 0
     turns: int = 0
     estimated: bool = False
+    cache_read: int = 0
+    memory_input: int = 0
+    memory_output: int = 0
+    memory_calls: int = 0
+    price: Price | None = None  # the run's model profile price, when it has one
+    memory_price: Price | None = None  # the summary model's (None: memory is unpriced)
 
     def add(self, usage: Usage) -> None:
         self.input += usage.input
         self.output += usage.output
+        self.cache_read += usage.cache_read
         self.turns += 1
         self.estimated = self.estimated or usage.estimated
+
+    def add_unanswered(self, messages: list[Message]) -> None:
+        """A call that got no reply (cancelled mid-request): what was sent still counts, as the estimate."""
+        self.input += estimate_tokens("".join(m.content for m in messages))
+        self.turns += 1
+        self.estimated = True
+
+    def add_memory(self, usage: Usage) -> None:
+        self.memory_input += usage.input
+        self.memory_output += usage.output
+        self.memory_calls += 1
+        self.estimated = self.estimated or usage.estimated
+
+    def add_memory_unanswered(self, messages: list[Message]) -> None:
+        self.memory_input += estimate_tokens("".join(m.content for m in messages))
+        self.memory_calls += 1
+        self.estimated = True
 
     def absorb(self, child: Tokens) -> None:
         """A sub-conversation's tokens roll up into its parent's (its turns are its own)."""
         self.input += child.input
         self.output += child.output
+        self.cache_read += child.cache_read
+        self.memory_input += child.memory_input
+        self.memory_output += child.memory_output
+        self.memory_calls += child.memory_calls
         self.estimated = self.estimated or child.estimated
 
-    def as_result(self) -> dict[str, int]:
-        return {"input": self.input, "output": self.output, "turns": self.turns}
+    @property
+    def memory(self) -> int:
+        return self.memory_input + self.memory_output
+
+    def cost(self) -> float | None:
+        """In the price's currency; None when a price that is needed is unknown."""
+        if self.price is None or (self.memory and self.memory_price is None):
+            return None
+        total = self.input * self.price[0] + self.output * self.price[1]
+        if self.memory and self.memory_price is not None:
+            total += self.memory_input * self.memory_price[0] + self.memory_output * self.memory_price[1]
+        return round(total / 1_000_000, 6)
+
+    def as_result(self) -> dict[str, Any]:
+        """The contract's `tokens` (DESIGN §4.1): {input, output, turns, cacheRead, memory, cost?}."""
+        result: dict[str, Any] = {
+            "input": self.input,
+            "output": self.output,
+            "turns": self.turns,
+            "cacheRead": self.cache_read,
+            "memory": self.memory,
+        }
+        cost = self.cost()
+        if cost is not None:
+            result["cost"] = cost
+        return result

@@ -15,7 +15,7 @@ from nagent_lsp.agent.sandbox import ReadRules
 from nagent_lsp.agent.splits import load_trusted_split
 from nagent_lsp.core.errors import SplitError
 from nagent_lsp.operations.buffers import read_rules
-from nagent_lsp.operations.instruction import instruction_at
+from nagent_lsp.operations.instruction import comment_at
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.splits import INDEX, find_split_dirs
 
@@ -41,9 +41,15 @@ def offers(
         return []
     found: list[Offer] = []
     for line in range(start[0], min(end[0], len(lines) - 1) + 1):
-        instruction = instruction_at(lines[line])
-        if instruction:
-            title = f"nagent: apply this instruction ({instruction[:40]}{'…' if len(instruction) > 40 else ''})"
+        comment = comment_at(lines[line])
+        if comment:
+            text = f"{comment.instruction[:40]}{'…' if len(comment.instruction) > 40 else ''}"
+            if comment.recipe:
+                title = f"nagent: run recipe {comment.recipe}" + (f" ({text})" if text else "")
+            elif comment.agent:
+                title = f"nagent: apply this instruction with agent {comment.agent} ({text})"
+            else:
+                title = f"nagent: apply this instruction ({text})"
             argument = {"uri": uri, "line": line}
             found.append(Offer(title, "quickfix", "nagent.instruction.apply", argument, preferred=True))
             break
@@ -52,12 +58,31 @@ def offers(
         selection = {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
         edit = {"uri": uri, "range": selection}
         found.append(Offer("nagent: edit selection", "refactor.rewrite", "nagent.edit", edit))
+    found += _recipe_offers(session, uri, path, start, end)
     found.append(Offer("nagent: split this file into segments", "refactor", "nagent.split", {"uri": uri}))
     for segment_dir in _latest_split(session, path, rules):
         index = {"indexPath": str(segment_dir / "index.json")}
         found.append(Offer("nagent: merge edited segments back (patch)", "refactor", "nagent.patch", index))
     found.append(Offer("nagent: show this file's history", "refactor", "nagent.history", {"uri": uri}))
     return found
+
+
+def _recipe_offers(session: Session, uri: str, path: Path, start: tuple[int, int], end: tuple[int, int]) -> list[Offer]:
+    """Offers "nagent: run recipe NAME" for each recipe that needs no request (DESIGN §10), on the selection."""
+    from nagent_lsp.operations.recipes import recipes_of
+
+    recipes, _ = recipes_of(session, session.state_root(path).path)
+    argument: dict[str, Any] = {"uri": uri}
+    if start != end:
+        argument["range"] = {
+            "start": {"line": start[0], "character": start[1]},
+            "end": {"line": end[0], "character": end[1]},
+        }
+    return [
+        Offer(f"nagent: run recipe {name}", "refactor", "nagent.recipe.run", {**argument, "recipe": name})
+        for name, recipe in sorted(recipes.items())
+        if not recipe.needs_request
+    ]
 
 
 def _latest_split(session: Session, path: Path, rules: ReadRules) -> list[Path]:

@@ -125,6 +125,35 @@ class FileIndex:
         return document, _clean(document.get("by_file_id"))
 
 
+def archive_text(path: Path, text: str) -> Path:
+    """Keep `text` (a conversation before a fold rewrites it) beside the file as `{name}-{uuid4}`, atomically."""
+    archived = path.with_name(f"{path.name}-{uuid.uuid4()}")
+    atomic_write_text(archived, text)
+    return archived
+
+
+def append_conversation(path: Path, data: bytes, expected_size: int) -> bool:
+    """Append `data` to a conversation file and fsync it (DESIGN §11: an append costs what it appends, not a
+    rewrite of the whole file). Only when the file is still exactly `expected_size` bytes, the size its writer last
+    left it at: a file changed, replaced or removed meanwhile is not appended to (False; the caller rewrites it
+    atomically instead). A crash mid-append can leave a partial last block, which reads back as text."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size != expected_size:
+            return False
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        return True
+    finally:
+        os.close(fd)
+
+
 def _clean(raw: Any) -> Entries:
     entries: Entries = {}
     if not isinstance(raw, dict):

@@ -217,13 +217,19 @@ class TurnStatus:
     tokens_in_total: int = 0
     tokens_out_total: int = 0
     estimated: bool = False  # True when any figure is the chars/4 estimate, not the provider's
+    # Conversation totals (DESIGN §11): cached input, replies that had content stripped (prose, unknown tags,
+    # duplicates) and replies that wrote a driver block themselves (the fabrication cut), rejected attempts included.
+    cache_read_total: int = 0
+    stripped_turns: int = 0
+    fabricated_turns: int = 0
+    raw: str | None = None  # the sidecar (under outputs/) holding this turn's raw reply, when it was stripped
 
     def render(self) -> str:
         attrs: list[tuple[str, object]] = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "estimated" and not value:
-                continue  # only mark estimates; provider figures are the norm
+            if f.name in ("estimated", "raw") and not value:
+                continue  # only mark estimates and sidecars; provider figures and clean replies are the norm
             attrs.append((f.name, value))
         return render_element(TURN_STATUS, attrs, None)
 
@@ -242,6 +248,8 @@ def parse_turn_status(block: Block | str) -> TurnStatus:
         raw = block.attr(f.name)
         if f.name == "utc":
             values["utc"] = raw or ""
+        elif f.name == "raw":
+            values["raw"] = raw or None
         elif f.name == "estimated":
             values["estimated"] = raw == "true"
         else:

@@ -57,13 +57,17 @@ def build_initial_context(
     selection: Selection | None = None,
     target_text: str | None = None,
     target_version: int | None = None,
+    agent: tuple[str, str] | None = None,
 ) -> str:
+    """`agent`: (name, instructions) of the run's agent (DESIGN §10), shown as an `{agent}` block."""
     parts: list[str] = []
     if rules.strip():
         parts.append(_neutral(rules.strip()))
     if root_context.strip():
         heading = "Root context (from the user's and the project's .nagent/context files):"
         parts.append(heading + "\n" + _neutral(root_context.strip()))
+    if agent is not None and agent[1].strip():
+        parts.append(_block("agent", _neutral(agent[1].strip()), f'name="{agent[0]}"'))
     parts.append(_instance(facts))
     if file_history.strip():
         parts.append(_wrapped("file-history", _neutral(file_history.strip())))

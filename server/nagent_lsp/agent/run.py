@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp.agent.changeset import ChangeSet, WriteTarget
-from nagent_lsp.agent.permissions import ShellPermission
+from nagent_lsp.agent.permissions import Policy, ShellPermission
 from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.agent.splits import StagedSplits
 from nagent_lsp.config.settings import Settings
@@ -55,6 +55,7 @@ class EditSession:
     # Every other file the run wrote or created (DESIGN §9), shared with children; delivered with the target.
     changes: ChangeSet = field(default_factory=ChangeSet)
     write_permission: WritePermission = allow_every_write
+    policy: Policy = field(default_factory=Policy)  # the agent's permissions (read narrows ReadRules here)
 
     def __post_init__(self) -> None:
         if self.base_text is None:
@@ -69,7 +70,9 @@ class EditSession:
 
     def read_rules(self) -> ReadRules:
         """The one read confinement (agent.sandbox), with this session's folders, denyRead and maxFileBytes."""
-        return ReadRules.of(self.folders, self.settings.denyRead, self.settings.maxFileBytes)
+        return ReadRules.of(
+            self.folders, self.settings.denyRead, self.settings.maxFileBytes, self.policy.read_check(self.folders)
+        )
 
     def edited(self) -> bool:
         """Whether the run has changed the target's text (then a split of it describes unapplied text)."""

@@ -11,8 +11,8 @@ one bounded reader, `store.files.read_regular_bytes`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -135,6 +135,8 @@ class ReadRules:
     folders: tuple[Path, ...]
     deny: tuple[str, ...] = DEFAULT_DENY_READ
     max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    # An agent's `read` permission (agent.permissions): only ever narrows; (resolved path) -> refusal or None.
+    narrow: Callable[[Path], str | None] | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -142,12 +144,17 @@ class ReadRules:
         folders: Iterable[Path],
         deny: Iterable[str] = DEFAULT_DENY_READ,
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        narrow: Callable[[Path], str | None] | None = None,
     ) -> ReadRules:
-        return cls(tuple(Path(f).resolve() for f in folders), tuple(deny), max_bytes)
+        return cls(tuple(Path(f).resolve() for f in folders), tuple(deny), max_bytes, narrow)
 
     def confine(self, path: str | Path, base: Path | None = None) -> Path:
         """Where a read of `path` may go (resolved), or `Refused`: the location and name rules only."""
-        return confine_read(path, self.folders, self.deny, base)
+        resolved = confine_read(path, self.folders, self.deny, base)
+        refusal = self.narrow(resolved) if self.narrow is not None else None
+        if refusal:
+            raise Refused(refusal, "denied")
+        return resolved
 
     def allows(self, path: str | Path) -> bool:
         try:

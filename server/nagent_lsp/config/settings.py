@@ -148,6 +148,29 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
+# DESIGN §10 trust: a repository's own config file (`<repo>/.nagent/config.json`, which a cloned repository brings
+# along) may narrow these settings, never widen them: ordered from narrowest to widest. Its deny lists add to the
+# ones before it instead of replacing them (an empty `denyRead` must not expose `.env`).
+NARROW_ONLY: dict[str, tuple[str, ...]] = {"shell": ("deny", "ask", "allow"), "writeScope": ("target", "workspace")}
+ADD_ONLY = ("denyRead", "denyWrite")
+UNTRUSTED_SOURCES = ("repository",)
+
+
+def _narrowed(key: str, value: Any, chosen: Mapping[str, Any], where: str) -> tuple[Any, SettingError | None]:
+    """`value` of an untrusted source, kept within what the sources before it allow."""
+    defaults = Settings()
+    if key in NARROW_ONLY:
+        order = NARROW_ONLY[key]
+        before = chosen.get(key, getattr(defaults, key))
+        if value in order and before in order and order.index(value) > order.index(before):
+            message = f"a repository's config cannot widen '{key}' to {value!r} (in {where}); keeping {before!r}"
+            return before, SettingError(key, message)
+    elif key in ADD_ONLY and isinstance(value, (list, tuple)):
+        before = list(chosen.get(key, getattr(defaults, key)))
+        return before + [v for v in value if v not in before], None
+    return value, None
+
+
 def merge(sources: list[Source]) -> Resolved:
     """Each value is checked on its own: a refused one is reported, naming its key, and the one before it kept."""
     chosen: dict[str, Any] = {}
@@ -157,6 +180,9 @@ def merge(sources: list[Source]) -> Resolved:
         for key, value in flatten(source.values).items():
             if value is None or value == "":
                 continue
+            if source.name in UNTRUSTED_SOURCES:
+                value, refused = _narrowed(key, value, chosen, where)
+                found += [refused] if refused else []
             try:
                 converter.structure(nest({key: value}), Settings)
             except cattrs.BaseValidationError as exc:

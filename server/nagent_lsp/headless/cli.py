@@ -50,7 +50,21 @@ def _edit_args(parser: argparse.ArgumentParser) -> None:
     _file(parser)
     parser.add_argument("request", help="what to change")
     parser.add_argument("--confirm", action="store_true", help="ask before writing the change")
+    parser.add_argument("--agent", default=None, help="the agent to run as (see `nagent-lsp agents`)")
     parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
+
+
+def _list_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--folder", type=Path, default=Path.cwd(), help="workspace folder (default: current directory)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _recipe_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help="the recipe (see `nagent-lsp recipes`)")
+    _file(parser)
+    parser.add_argument("request", nargs="?", default=None, help="the request (the recipe's userRequest)")
+    parser.add_argument("--confirm", action="store_true", help="keep a changed file as a proposal to review")
+    parser.add_argument("--json", action="store_true", help="print the nagent.recipe.run result as JSON")
 
 
 def _status_args(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +78,11 @@ class Subcommand(NamedTuple):
 
 
 SUBCOMMANDS: dict[str, Subcommand] = {
+    "agents": Subcommand(
+        "list the agents (built-in, ~/.nagent/agents, .nagent/agents) with their sources",
+        _list_args,
+        "nagent_lsp.headless.agents:run_agents",
+    ),
     "coedits": Subcommand(
         "print the files that historically change together with a file",
         _coedit_args,
@@ -83,6 +102,16 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "merge a split's segments back into its file (atomic write; prints the JSON result)",
         _patch_args,
         "nagent_lsp.headless.splitpatch:run_patch",
+    ),
+    "recipe": Subcommand(
+        "run a recipe on a file; prints the last output, and the diff when it changes the file",
+        _recipe_args,
+        "nagent_lsp.headless.agents:run_recipe",
+    ),
+    "recipes": Subcommand(
+        "list the recipes (~/.nagent/recipes, .nagent/recipes) with their steps",
+        _list_args,
+        "nagent_lsp.headless.agents:run_recipes",
     ),
     "split": Subcommand(
         "split a large file into segments at natural boundaries (prints the JSON result)",

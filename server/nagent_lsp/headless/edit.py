@@ -19,7 +19,9 @@ def run_edit(args: argparse.Namespace) -> int:
         session = session_for(path)
         port = DiskPort(session.workspace_folders, quiet=args.json)
         result = await edit(
-            session, port, EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.confirm))
+            session,
+            port,
+            EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.confirm), agent=args.agent),
         )
         if args.json:
             print_json(result)

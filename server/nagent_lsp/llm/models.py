@@ -1,35 +1,108 @@
 """The chat model an operation uses: built from the settings, or a clear error naming what to set.
 
-One place decides "is a model configured", so every command that needs one fails the same way.
+One place decides "is a model configured", so every command that needs one fails the same way, and one place
+resolves model profiles (DESIGN §10): `model`, `summaryModel`, an agent's `model` and a recipe step's `model` may
+name a profile of `settings.models` (or of a recipe's own `models`) or be a raw model id. A profile's unset fields
+fall back to the top-level settings. Commit/file summaries and conversation compaction use `summaryModel`
+(default: `model`), edits use `model`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nagent_lsp.config.settings import Settings
+import attrs
+
+from nagent_lsp.config.settings import ModelProfile, Settings
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import ChatModel
 from nagent_lsp.core.secret_env import process_environ
 
 
+class UnknownProfile(UserError):
+    """A name that must be a model profile is none (a recipe's `model`/`modelRef`)."""
+
+
+def model_settings(
+    settings: Settings,
+    name: str | None = None,
+    profiles: Mapping[str, ModelProfile] | None = None,
+    *,
+    strict: bool = False,
+    where: str = "",
+) -> Settings:
+    """The settings a model call uses for `name` (None: `settings.model`): the profile's fields over the
+    top-level ones. `profiles` (a recipe's own) are looked up before `settings.models`. A name that is no
+    profile is a raw model id, unless `strict`, where it is an `UnknownProfile` error naming `where`."""
+    wanted = name or settings.model
+    profile = (profiles or {}).get(wanted) or settings.models.get(wanted)
+    if profile is None:
+        if strict:
+            known = sorted({*(profiles or {}), *settings.models})
+            hint = f"known profiles: {', '.join(known)}" if known else "no model profiles are defined (setting models)"
+            raise UnknownProfile(f"{where}unknown model profile '{wanted}' ({hint})")
+        return settings if wanted == settings.model else attrs.evolve(settings, model=wanted)
+    return attrs.evolve(
+        settings,
+        model=profile.model,
+        baseUrl=profile.baseUrl if profile.baseUrl is not None else settings.baseUrl,
+        apiKeyEnv=profile.apiKeyEnv if profile.apiKeyEnv is not None else settings.apiKeyEnv,
+        temperature=profile.temperature if profile.temperature is not None else settings.temperature,
+        maxOutputTokens=profile.maxOutputTokens if profile.maxOutputTokens is not None else settings.maxOutputTokens,
+    )
+
+
+def summary_settings(settings: Settings) -> Settings:
+    """The settings of summaries and compaction: `summaryModel`, else `model` (each may name a profile)."""
+    return model_settings(settings, settings.summaryModel or settings.model)
+
+
+def profile_price(settings: Settings, name: str | None = None) -> tuple[float, float] | None:
+    """(input, output) price per million tokens of the profile `name` (None: `model`), if it has one."""
+    profile = settings.models.get(name or settings.model)
+    return (profile.price.input, profile.price.output) if profile and profile.price else None
+
+
 def chat_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
     """The openai adapter (imported here, so nothing else pays for importing openai). `environ` None: the
-    process's environment with its held key variables (core.secret_env), where the key is once started."""
+    process's environment with its held key variables (core.secret_env), where the key is once started.
+    `settings` are used as given: resolve a profile first (`model_settings`)."""
     from nagent_lsp.llm.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(settings, process_environ() if environ is None else environ)
 
 
-def require_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
-    """A configured model, or a UserError saying which setting or variable to set."""
-    if not settings.model_configured(environ):
-        from nagent_lsp.llm.openai_chat import not_configured_message
-
-        raise UserError(not_configured_message(settings.apiKeyEnv))
-    return chat_model(settings, environ)
+def require_model(settings: Settings, environ: Mapping[str, str] | None, name: str | None = None) -> ChatModel:
+    """A configured model (`name`: a profile or raw id, default `model`), or a UserError saying which setting or
+    variable to set."""
+    return configured_model(model_settings(settings, name), environ)
 
 
 def optional_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel | None:
     """A configured model, or None (for work that is only better with a model, such as commit summaries)."""
-    return chat_model(settings, environ) if settings.model_configured(environ) else None
+    resolved = model_settings(settings)
+    return chat_model(resolved, environ) if resolved.model_configured(environ) else None
+
+
+def require_summary_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
+    """The model of summaries and compaction (`summaryModel`), or a UserError."""
+    return configured_model(summary_settings(settings), environ)
+
+
+def optional_summary_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel | None:
+    """The model of commit summaries (`summaryModel`), or None when none is configured."""
+    resolved = summary_settings(settings)
+    return chat_model(resolved, environ) if resolved.model_configured(environ) else None
+
+
+def configured_model(resolved: Settings, environ: Mapping[str, str] | None) -> ChatModel:
+    """The model of already resolved settings (`model_settings`), or a UserError saying what to set."""
+    check_configured(resolved, environ)
+    return chat_model(resolved, environ)
+
+
+def check_configured(resolved: Settings, environ: Mapping[str, str] | None) -> None:
+    if not resolved.model_configured(environ):
+        from nagent_lsp.llm.openai_chat import not_configured_message
+
+        raise UserError(not_configured_message(resolved.apiKeyEnv))

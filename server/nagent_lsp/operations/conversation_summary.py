@@ -12,7 +12,7 @@ from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.model import Message, estimate_tokens
 from nagent_lsp.core.ports import ChatModel, EditorPort
-from nagent_lsp.llm.models import require_model
+from nagent_lsp.llm.models import require_summary_model
 from nagent_lsp.operations.args import CompactArgs, UriArgs
 from nagent_lsp.operations.conversation import resolve
 from nagent_lsp.operations.session import Session
@@ -44,7 +44,7 @@ async def _summarise(model: ChatModel, history: str, instruction: str | None) ->
 
 
 async def summarize_conversation(session: Session, port: EditorPort, args: UriArgs) -> dict[str, Any]:
-    model = require_model(session.settings, session.environ)
+    model = require_summary_model(session.settings, session.environ)
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
     if not history:
@@ -53,7 +53,7 @@ async def summarize_conversation(session: Session, port: EditorPort, args: UriAr
 
 
 async def compact_conversation(session: Session, port: EditorPort, args: CompactArgs) -> dict[str, Any]:
-    model = require_model(session.settings, session.environ)
+    model = require_summary_model(session.settings, session.environ)
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
         convo = ConversationFile.open(ref.conversation_path, port)

@@ -31,7 +31,7 @@ from nagent_lsp.history.encoding import display, to_bytes
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.render import HistoryView
 from nagent_lsp.history.service import BLAME_WAIT, HOVER_WAIT, HistoryService, Summarizer
-from nagent_lsp.llm.models import optional_model
+from nagent_lsp.llm.models import optional_summary_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
@@ -42,7 +42,7 @@ from nagent_lsp.operations.session import Session
 def _summarizer_for(session: Session, stopping: threading.Event | None = None) -> Summarizer | None:
     if not session.settings.history.summarize:
         return None
-    model = optional_model(session.settings, session.environ)
+    model = optional_summary_model(session.settings, session.environ)
     if model is None:
         return None
     return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))

@@ -16,7 +16,7 @@ from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.llm.file_summaries import Complete, FileSummary, SummaryError, cached_summary, summarize_text
-from nagent_lsp.llm.models import require_model
+from nagent_lsp.llm.models import require_summary_model
 from nagent_lsp.operations.args import UriArgs
 from nagent_lsp.operations.buffers import confined_file, read_rules, read_source_async, refusal
 from nagent_lsp.operations.session import Session
@@ -37,7 +37,7 @@ async def summarize_file(
         return hit
     owned = None
     if complete is None:
-        owned = require_model(session.settings, session.environ)
+        owned = require_summary_model(session.settings, session.environ)
         complete = owned.complete
     try:
         return await summarize_text(source.text, path, cache_dir, complete)

@@ -1,0 +1,95 @@
+"""Agents for a run and `nagent.agents.list` (DESIGN §10).
+
+An agent is found by name among the built-ins, `~/.nagent/agents/` and the workspace's `<state root>/agents/`; its
+rules become the run's `Policy` (agent.permissions), its model, temperature and maxSteps the run's settings, its
+instructions the `{agent}` block of the initial context. A bad agent file is reported once (a warning in the log,
+and in `problems` of the list) and never stops a run that does not use it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, cast
+
+import attrs
+
+from nagent_lsp.agent.permissions import Permissions, Policy, Rule
+from nagent_lsp.config.agents import BUILTIN, Agent, ConfigFileError, load_agents
+from nagent_lsp.config.args import file_argument
+from nagent_lsp.config.settings import Settings
+from nagent_lsp.config.state_root import home_root
+from nagent_lsp.core.errors import InvalidArgument
+from nagent_lsp.llm.models import model_settings
+from nagent_lsp.operations.args import ListArgs
+from nagent_lsp.operations.session import Session
+
+log = logging.getLogger("nagent_lsp")
+DEFAULT_AGENT = "edit"
+
+
+def workspace_state_root(session: Session, uri: str | None, field: str = "uri") -> Path | None:
+    """The state root whose agents/recipes apply: the file's (`uri`), else the first workspace folder's."""
+    if uri:
+        return session.state_root(file_argument(uri, field)).path
+    return session.state_root(None).path if session.workspace_folders else None
+
+
+def report_once(session: Session, problems: list[ConfigFileError]) -> None:
+    """Each bad file's problem is logged once per server (and returned by the list commands every time)."""
+    for problem in problems:
+        key = f"config-file:{problem}"
+        if key not in session.reported:
+            session.reported.add(key)
+            log.warning("%s", problem)
+
+
+def agents_of(session: Session, state_root: Path | None) -> tuple[dict[str, Agent], list[ConfigFileError]]:
+    agents, problems = load_agents(home_root(), state_root)
+    report_once(session, problems)
+    return agents, problems
+
+
+def list_agents(session: Session, args: ListArgs) -> dict[str, Any]:
+    agents, problems = agents_of(session, workspace_state_root(session, args.uri))
+    return {
+        "agents": [agent.listed() for agent in agents.values()],
+        "problems": [str(p) for p in problems],
+    }
+
+
+def find_agent(session: Session, state_root: Path | None, name: str | None, field: str = "agent") -> Agent:
+    """The agent `name` (None: the built-in `edit`), or InvalidArgument naming the field: an unknown name, or a
+    file of that name that does not load (its problem: the run never falls back to other rules than the file's)."""
+    if not name:
+        return BUILTIN[DEFAULT_AGENT]
+    agents, problems = agents_of(session, state_root)
+    for problem in problems:
+        if Path(problem.path).stem == name:
+            raise InvalidArgument(field, f"agent '{name}' cannot be used: {problem}")
+    if name in agents:
+        return agents[name]
+    raise InvalidArgument(field, f"unknown agent '{name}' (known agents: {', '.join(sorted(agents))})")
+
+
+def policy_of(agent: Agent) -> Policy:
+    rules = cast(dict[str, Rule], dict(agent.permissions))  # values checked when the file was read
+    return Policy(agent=agent.name, permissions=Permissions(rules), trusted=agent.trusted)
+
+
+def run_settings(settings: Settings, agent: Agent) -> Settings:
+    """The settings a run with `agent` uses: its model (a profile or a raw id) over `model`, then its temperature
+    and maxSteps."""
+    resolved = model_settings(settings, agent.model)
+    changes: dict[str, Any] = {}
+    if agent.temperature is not None:
+        changes["temperature"] = agent.temperature
+    if agent.maxSteps is not None:
+        changes["maxSteps"] = agent.maxSteps
+    return attrs.evolve(resolved, **changes) if changes else resolved
+
+
+def applies_nothing(agent: Agent) -> bool:
+    """An agent whose writes are denied outright (`plan`, `explain`, any `write: deny`): its run delivers no
+    change, not even the removal of the `nagent(...)` comment that started it."""
+    return agent.permissions.get("write") == "deny"

@@ -1,0 +1,229 @@
+"""`nagent.recipes.list` and `nagent.recipe.run` (DESIGN §10): AGENTS.md step chains on one file.
+
+A run fills the reserved inputs from the file (its buffer text, the selection, the `{file-history}` block, the
+co-edit table — each computed only when a step lists it), runs the steps (agent.recipe), appends one
+`<nagent-recipe-result>` block with every step's output to the file's conversation, and when the last `fileText`
+differs from the buffer delivers it as an edit, like `nagent.edit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.permissions import ShellPermission
+from nagent_lsp.agent.recipe import RecipeOutcome, RecipeRun, record_block, run_recipe
+from nagent_lsp.config.recipes import Recipe, load_recipes
+from nagent_lsp.config.state_root import home_root
+from nagent_lsp.core.errors import InvalidArgument
+from nagent_lsp.core.model import ModelCancelled
+from nagent_lsp.core.ports import Buffer, EditorPort, FileChange, Progress
+from nagent_lsp.operations.agents import report_once, workspace_state_root
+from nagent_lsp.operations.args import ListArgs, RecipeArgs
+from nagent_lsp.operations.buffers import read_rules, read_source_async
+from nagent_lsp.operations.conversation import store_for
+from nagent_lsp.operations.edit import CONTEXT_TIMEOUT, selection_of, target_path
+from nagent_lsp.operations.session import Session
+from nagent_lsp.tags.transcript import INTERRUPTED, render_block
+
+log = logging.getLogger("nagent_lsp")
+
+
+def recipes_of(session: Session, state_root: Path | None) -> tuple[dict[str, Recipe], list[Any]]:
+    recipes, problems = load_recipes(home_root(), state_root, tuple(session.settings.models))
+    report_once(session, problems)
+    return recipes, problems
+
+
+def list_recipes(session: Session, args: ListArgs) -> dict[str, Any]:
+    recipes, problems = recipes_of(session, workspace_state_root(session, args.uri))
+    return {"recipes": [r.listed() for r in recipes.values()], "problems": [str(p) for p in problems]}
+
+
+def find_recipe(session: Session, state_root: Path | None, name: str) -> Recipe:
+    recipes, problems = recipes_of(session, state_root)
+    for problem in problems:
+        if Path(problem.path).name.rsplit(".", 1)[0] == name:
+            raise InvalidArgument("recipe", f"recipe '{name}' cannot be run: {problem}")
+    if name not in recipes:
+        known = ", ".join(sorted(recipes)) or "none: add ~/.nagent/recipes/NAME.yaml or .nagent/recipes/NAME.yaml"
+        raise InvalidArgument("recipe", f"unknown recipe '{name}' (known recipes: {known})")
+    return recipes[name]
+
+
+async def run_recipe_command(
+    session: Session, port: EditorPort, args: RecipeArgs, finish: Callable[[str], str] | None = None
+) -> dict[str, Any]:
+    """`finish` post-processes a delivered `fileText` (the comment path removes its `nagent[RECIPE]:` line)."""
+    selection_of("", args.range)  # a malformed range is refused before anything starts
+    path = target_path(session, args.uri)
+    recipe = find_recipe(session, session.state_root(path).path, args.recipe)
+    request = (args.request or "").strip()
+    if recipe.needs_request and not request:
+        raise InvalidArgument("request", f"recipe '{recipe.name}' uses userRequest: give a request")
+    store = store_for(session, path)
+    ref = store.resolve(path)
+    async with store.lock_for(ref):
+        progress = await port.begin_progress(f"nagent: {recipe.name} on {path.name}")
+        try:
+            return await _run(session, port, args, recipe, path, store.state_root, ref, request, progress, finish)
+        finally:
+            port.end_progress(progress)
+
+
+async def _run(
+    session: Session,
+    port: EditorPort,
+    args: RecipeArgs,
+    recipe: Recipe,
+    path: Path,
+    state_root: Path,
+    ref: Any,
+    request: str,
+    progress: Progress,
+    finish: Callable[[str], str] | None,
+) -> dict[str, Any]:
+    settings = session.settings
+    rules = read_rules(session, path)
+    base = await read_source_async(port, path, rules)
+    secrets = tuple(filter(None, [settings.api_key(session.environ)]))
+    convo = ConversationFile.open(ref.conversation_path, port, secrets)
+    run = RecipeRun(
+        recipe=recipe,
+        values=await _reserved(session, recipe, path, base.text, args, request),
+        settings=settings,
+        environ=session.environ,
+        cwd=rules.folders[0] if rules.folders else path.parent,
+        outputs_dir=state_root / "outputs",
+        port=port,
+        cancel=progress.cancel,
+        secrets=secrets,
+        report=lambda message: port.report_progress(progress, message),
+        shell=ShellPermission(),
+    )
+    try:
+        outcome = await run_recipe(run)
+    except (ModelCancelled, asyncio.CancelledError) as exc:
+        convo.append(INTERRUPTED)
+        if isinstance(exc, asyncio.CancelledError) and not isinstance(exc, ModelCancelled):
+            raise
+        outcome = RecipeOutcome(cancelled=True, reason="cancelled")
+    convo.append(record_block(recipe, outcome, request or None))
+    result: dict[str, Any] = {
+        "outputs": outcome.outputs,
+        "response": _response(outcome),
+        "applied": False,
+        "edits": 0,
+        "conversation": {"path": str(ref.conversation_path), "fileId": ref.file_id},
+        "tokens": run.tokens.as_result(),
+    }
+    if outcome.reason:
+        result["reason"] = outcome.reason
+        port.end_progress(progress, outcome.reason)
+        return result
+    new_text = outcome.outputs.get("fileText")
+    if isinstance(new_text, str) and finish is not None:
+        new_text = finish(new_text)
+    if not isinstance(new_text, str) or new_text == base.text:
+        result["reason"] = "no change"
+        return result
+    return await _deliver(session, port, args, recipe, path, state_root, base, new_text, convo, result, progress)
+
+
+async def _deliver(
+    session: Session,
+    port: EditorPort,
+    args: RecipeArgs,
+    recipe: Recipe,
+    path: Path,
+    state_root: Path,
+    base: Buffer,
+    new_text: str,
+    convo: ConversationFile,
+    result: dict[str, Any],
+    progress: Progress,
+) -> dict[str, Any]:
+    """The new `fileText` goes the way of `nagent.edit`'s change (operations.review): applied as one change, or
+    kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
+    from nagent_lsp.operations.review import deliver, files_result, propose
+
+    request = f"recipe {recipe.name}" + (f": {args.request.strip()}" if args.request and args.request.strip() else "")
+    changes = [FileChange(path=path, uri=args.uri, base_text=base.text, new_text=new_text, base_version=base.version)]
+    result["files"] = []
+    if args.preview if args.preview is not None else session.settings.confirmEdits:
+        proposal = propose(
+            session, port, state_root, changes, request=request, conversation=result["conversation"], target=path
+        )
+        result.update(reason="awaiting review", proposal=proposal)
+        attrs = {"applied": "false", "reason": "awaiting review", "proposal": proposal["id"]}
+        convo.append(render_block("nagent-edit-result", None, attrs))
+        port.end_progress(progress, "awaiting review")
+        return result
+    port.report_progress(progress, "applying the change")
+    applied, patch_path = await deliver(
+        session, port, state_root, changes, target=path, request=request, conversation=convo.path.name
+    )
+    result["edits"] = applied.edits
+    if applied.applied:
+        result.update(
+            applied=True, patchPath=str(patch_path) if patch_path else None, files=files_result(applied.files)
+        )
+        attrs = {"applied": "true", "edits": applied.edits, "patch": patch_path}
+        convo.append(render_block("nagent-edit-result", None, attrs))
+    else:
+        result["reason"] = applied.reason or "not applied"
+        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
+    port.end_progress(progress, "applied" if applied.applied else result["reason"])
+    return result
+
+
+def _response(outcome: RecipeOutcome) -> str:
+    """The last step's output as text (none when it is the file's new text: that is the edit)."""
+    done = [r for r in outcome.records if r.error is None]
+    return done[-1].text if done and done[-1].step.output != "fileText" else ""
+
+
+async def _reserved(
+    session: Session, recipe: Recipe, path: Path, text: str, args: RecipeArgs, request: str
+) -> dict[str, Any]:
+    """The reserved inputs the recipe's steps list (history and co-edits cost git: computed only when used)."""
+    used = {name for step in recipe.steps for name in step.inputs}
+    selection = selection_of(text, args.range)
+    values: dict[str, Any] = {
+        "userRequest": request,
+        "file": str(path),
+        "fileText": text,
+        "selection": selection.text if selection is not None else "",
+        "fileHistory": "",
+        "coedits": "",
+    }
+    if "fileHistory" in used:
+        values["fileHistory"] = await _bounded(_history, session, path)
+    if "coedits" in used:
+        values["coedits"] = await _bounded(_coedits, session, path)
+    return values
+
+
+async def _bounded(function: Any, session: Session, path: Path) -> str:
+    try:
+        return str(await asyncio.wait_for(asyncio.to_thread(function, session, path), CONTEXT_TIMEOUT))
+    except Exception as exc:  # context is a help: a recipe on a file outside git still runs
+        log.info("no %s for %s: %s", function.__name__.strip("_"), path, exc)
+        return ""
+
+
+def _history(session: Session, path: Path) -> str:
+    from nagent_lsp.operations.history import file_history_block
+
+    return file_history_block(session, path)
+
+
+def _coedits(session: Session, path: Path) -> str:
+    from nagent_lsp.operations.args import CoeditsArgs
+    from nagent_lsp.operations.history import coedits_result, render_coedits_text
+
+    return render_coedits_text(coedits_result(session, CoeditsArgs(uri=path.as_uri())))

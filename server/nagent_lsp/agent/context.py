@@ -1,8 +1,9 @@
 """The initial context of an edit run (DESIGN §5.2), as one pure function.
 
-Order is stable → volatile so a provider's prompt cache can reuse the prefix: the rules and the root context
-come first and hold nothing about this file or this run; everything from `Instance:` on is per file / per run,
-with the target text and the selection last (they change with every edit).
+Order is stable → volatile so a provider's prompt cache can reuse the prefix (DESIGN §11): the rules and the root
+context come first and hold nothing about this file or this run; everything from `Instance:` on is per file (the
+file's history and summary change rarely), then the date (daily), with the target text and the selection last
+(they change with every edit).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def build_initial_context(
         parts.append(_wrapped("file-history", _neutral(file_history.strip())))
     if file_summary.strip():
         parts.append(_wrapped("file-summary", _neutral(file_summary.strip())))
+    if facts.date:
+        parts.append(f"Today's date (UTC): {facts.date}")  # volatile: after everything a prompt cache can reuse
     parts.append(_target(facts.target_path, target_text, target_version))
     if selection is not None:
         parts.append(_selection(facts.target_path, selection))
@@ -92,8 +95,6 @@ def _instance(facts: InstanceFacts) -> str:
     ]
     if facts.state_root:
         lines.append(f"- state root: {facts.state_root}")
-    if facts.date:
-        lines.append(f"- date: {facts.date}")
     if facts.os:
         lines.append(f"- os: {facts.os}")
     lines.extend(f"- {key}: {value}" for key, value in facts.extra)

@@ -274,14 +274,23 @@ Return a plist (:process P :url BASE-URL :record FILE)."
       ('eglot (ignore-errors (eglot-shutdown (cdr conn))))
       ('lsp-mode (ignore-errors (lsp-workspace-shutdown (cdr conn)))))))
 
-(cl-defmacro nagent-test-with-file ((&key (file "a.py") replies) &rest body)
+(defun nagent-test--merge-settings (base extra)
+  "The settings plist BASE with the pairs of EXTRA put over it."
+  (let ((out (copy-sequence base)))
+    (cl-loop for (k v) on extra by #'cddr do (setq out (plist-put out k v)))
+    out))
+
+(cl-defmacro nagent-test-with-file ((&key (file "a.py") replies settings setup) &rest body)
   "Run BODY in a buffer visiting FILE of a fresh repository, connected to nagent.
 REPLIES, when non-nil, start the fake model with that script (a list of
-entries, or a function of the target's file name returning one).  Binds
-`repo', `fake' and `target' (the file's true name) for BODY."
+entries, or a function of the target's file name returning one).
+SETTINGS are put over the test's `nagent-settings'.  SETUP, a function of
+the repository and the home folder, runs before the file is visited.
+Binds `repo', `home', `fake' and `target' (the file's true name) for BODY."
   (declare (indent 1))
   `(let* ((repo (nagent-test-make-repo))
           (home (file-name-as-directory (make-temp-file "nagent-home" t)))
+          (_ (when ,setup (funcall ,setup repo home)))
           (target (expand-file-name ,file repo))
           (replies ,replies)
           (replies (if (functionp replies) (funcall replies target) replies))
@@ -295,10 +304,14 @@ entries, or a function of the target's file name returning one).  Binds
           (nagent-request-timeout 90)
           (nagent-backend (if (eq nagent-test-backend 'eglot) 'eglot 'auto))
           (nagent-settings
-           (append (list :model "fake-model"
-                         :apiKeyEnv nagent-test-api-key-env
-                         :history (list :summarize :json-false))
-                   (and fake (list :baseUrl (plist-get fake :url)))))
+           (nagent-test--merge-settings
+            (append (list :model "fake-model"
+                          :apiKeyEnv nagent-test-api-key-env
+                          :history (list :summarize :json-false))
+                    (and fake (list :baseUrl (plist-get fake :url))))
+            ,settings))
+          (nagent-show-answers t)
+          (nagent-review-on-proposal 'open)
           (eglot-confirm-server-initiated-edits nil)
           (eglot-sync-connect t)
           (buf (find-file-noselect target)))
@@ -317,6 +330,10 @@ entries, or a function of the target's file name returning one).  Binds
        (when (buffer-live-p buf)
          (with-current-buffer buf (nagent-test-shutdown)))
        (nagent-test-stop-fake fake)
+       (dolist (job nagent--jobs) (ignore-errors (nagent--job-abort job "test over")))
+       (dolist (b (buffer-list))
+         (when (string-match-p "\\`\\*nagent" (buffer-name b))
+           (kill-buffer b)))
        (dolist (b (buffer-list))
          (let ((f (buffer-file-name b)))
            (when (and f (string-prefix-p repo (file-truename f)))

@@ -245,5 +245,7 @@
     (let ((path (save-window-excursion (nagent-open-conversation))))
       (should-not (string-match-p "add retries please" (nagent-test--file-text path))))))
 
+(require 'nagent-ui-tests)
+
 (provide 'nagent-tests)
 ;;; nagent-tests.el ends here

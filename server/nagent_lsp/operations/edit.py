@@ -13,14 +13,18 @@ from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, bui
 from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
+from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import ReadRules
 from nagent_lsp.agent.splits import StagedSplits, refresh_split
+from nagent_lsp.config.agents import Agent
+from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.model import ModelCancelled
 from nagent_lsp.core.ports import ChatModel, EditorPort, FileChange, Progress
-from nagent_lsp.llm.models import require_model
+from nagent_lsp.llm.models import check_configured, configured_model, model_settings
+from nagent_lsp.operations.agents import applies_nothing, find_agent, policy_of, run_settings
 from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.buffers import confined_file, read_rules, read_source, read_source_async
 from nagent_lsp.operations.conversation import store_for
@@ -97,15 +101,20 @@ async def edit(
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
     selection_of("", args.range)  # a malformed range is refused before anything starts
-    model = require_model(session.settings, session.environ)
+    check_configured(model_settings(session.settings), session.environ)  # "no model" first, before any lookup
     path = target_path(session, args.uri)
+    agent = find_agent(session, session.state_root(path).path, args.agent)
+    settings = run_settings(session.settings, agent)  # the agent's model, temperature and maxSteps
+    model = configured_model(settings, session.environ)
+    if applies_nothing(agent):
+        finish = None  # plan/explain change nothing, not even the comment that asked for them
     store = store_for(session, path)  # one store per state root for the server's life: its locks serialise runs
     state_root = store.state_root
     ref = store.resolve(path)
     async with store.lock_for(ref):
         progress = await port.begin_progress(f"nagent: {path.name}")
         try:
-            return await _run(session, port, args, model, path, state_root, ref, finish, progress)
+            return await _run(session, port, args, model, path, state_root, ref, finish, progress, agent, settings)
         finally:
             port.end_progress(progress)  # a no-op when the run already ended it with its outcome
             await model.aclose()
@@ -121,8 +130,10 @@ async def _run(
     ref: ConversationRef,
     finish: Callable[[str], str] | None,
     progress: Progress,
+    agent: Agent,
+    settings: Settings,
 ) -> dict[str, Any]:
-    settings = session.settings
+    policy = policy_of(agent)
     rules = read_rules(session, path)
     base = await read_source_async(port, path, rules)
     base_text, base_version = base.text, base.version
@@ -150,6 +161,7 @@ async def _run(
             selection=selection_of(base_text, args.range) if with_target else None,
             target_text=base_text if (small and with_target) else None,
             target_version=base_version,
+            agent=(agent.name, agent.instructions) if agent.instructions else None,
         )
 
     extras = await _context_extras(session, path, base_text)
@@ -158,6 +170,9 @@ async def _run(
     run = EditSession(
         port=port,
         settings=settings,
+        policy=policy,
+        permission=ShellPermission(policy),
+        write_permission=policy.write_check(folders, port),
         state_root=state_root,
         folders=folders,
         target=path,

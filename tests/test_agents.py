@@ -168,3 +168,16 @@ def _code_action_params(uri: str):
         range=types.Range(types.Position(0, 0), types.Position(0, 0)),
         context=types.CodeActionContext(diagnostics=[]),
     )
+
+
+async def test_conversation_permission_denies_a_sub_conversation(workspace, editors, fake_model) -> None:
+    target = repo(workspace)
+    agent_file(workspace / ".nagent", "solo", "description: Works alone\npermissions:\n  conversation: deny")
+    fake_model.script(
+        text("<nagent-conversation>say CHILD</nagent-conversation>"), text("<nagent-response>alone</nagent-response>")
+    )
+    async with editors.open("vscode", workspace, model=True) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x", "agent": "solo"})
+    assert result["response"] == "alone" and len(fake_model.chat_requests) == 2
+    assert "not run: agent 'solo' may not start a sub-conversation" in convo_of(result)

@@ -260,6 +260,13 @@ async def run_child(parent: EditSession, action: Conversation, memory: Memory | 
     refused = _child_depth_error(parent, action)
     if refused:
         return refused
+    allowed, why = await parent.policy.use(
+        "conversation", (action.prompt,), "allow", parent.port, "start a sub-conversation"
+    )
+    if not allowed:  # the agent's `conversation` permission (DESIGN §10)
+        body = conversation_result_body(1, "", f"not run: {why}")
+        attrs = {"conversation": action.conversation_file or "", "tokens_in": 0, "tokens_out": 0}
+        return render_result("conversation", attrs, body)
     conversations = parent.conversations_dir or (parent.state_root / "conversations")
     name = slug(action.conversation_file) if action.conversation_file else f"child-{uuid.uuid4()}"
     convo = ConversationFile.open(conversations / name, secrets=parent.secrets)

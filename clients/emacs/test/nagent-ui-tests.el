@@ -384,5 +384,98 @@ the buffer shows the server's text, unmodified, without a conflict."
         (should (string-match-p "^\\+def fetch(url):" shown))
         (should (string-match-p "a\\.py" shown))))))
 
+;;;; The README's set-up, literally, on a fresh HOME
+
+(defun nagent-test--readme-snippet (readme heading)
+  "The first elisp block after HEADING in README."
+  (with-temp-buffer
+    (insert-file-contents readme)
+    (goto-char (point-min))
+    (search-forward heading)
+    (re-search-forward "^```elisp\n")
+    (let ((beg (point)))
+      (re-search-forward "^```$")
+      (buffer-substring-no-properties beg (match-beginning 0)))))
+
+(defconst nagent-test--lsp-driver
+  "(progn
+  (require 'cl-lib)
+  (setq lsp-client-packages nil lsp-auto-guess-root t lsp-enable-file-watchers nil
+        lsp-restart 'ignore lsp-keep-workspace-alive nil lsp-enable-snippet nil
+        lsp-headerline-breadcrumb-enable nil lsp-modeline-code-actions-enable nil
+        lsp-modeline-diagnostics-enable nil lsp-lens-enable nil lsp-diagnostics-provider :none)
+  (require 'lsp-mode)
+  (with-current-buffer (find-file-noselect (getenv \"NAGENT_SNIPPET_FILE\"))
+    (python-mode)
+    (lsp)
+    (let ((deadline (+ (float-time) 40)) ws)
+      (while (and (not (setq ws (cl-find-if
+                                 (lambda (w) (and (eq (lsp--client-server-id (lsp--workspace-client w))
+                                                      'nagent-lsp)
+                                                  (eq (lsp--workspace-status w) 'initialized)))
+                                 lsp--buffer-workspaces)))
+                  (< (float-time) deadline))
+        (accept-process-output nil 0.1))
+      (princ (format \"KEY=%s\\nNAGENT=%s\\n\" (key-binding (kbd \"C-c n e\"))
+                     (and ws (lsp--workspace-status ws))))
+      (kill-emacs 0))))"
+  "Starts lsp-mode the way a user does, with no nagent command.")
+
+(defconst nagent-test--eglot-driver
+  "(with-current-buffer (find-file-noselect (getenv \"NAGENT_SNIPPET_FILE\"))
+  (python-mode)
+  (let ((status (nagent-status)))
+    (princ (format \"KEY=%s\\nMODEL=%s\\n\" (key-binding (kbd \"C-c n e\")) (plist-get status :model)))
+    (kill-emacs 0)))"
+  "Runs a nagent command, which starts eglot on demand.")
+
+(defun nagent-test--run-snippet (snippet driver)
+  "Run SNIPPET as the init file of a fresh HOME, then DRIVER; return the output."
+  (let* ((repo (nagent-test-make-repo))
+         (home (file-name-as-directory (make-temp-file "nagent-fresh-home" t)))
+         (bin (expand-file-name "bin" home))
+         (init (expand-file-name ".emacs.d/init.el" home))
+         (drv (expand-file-name "driver.el" home)))
+    (unwind-protect
+        (progn
+          ;; The README's path, literally: ~/src/nagent-lsp is this checkout.
+          (make-directory (expand-file-name "src" home) t)
+          (make-symbolic-link (directory-file-name nagent-test-repo-root)
+                              (expand-file-name "src/nagent-lsp" home))
+          ;; `nagent-lsp' on PATH runs the server under test.
+          (nagent-test--write (expand-file-name "nagent-lsp" bin)
+                              (format "#!/bin/sh\nexec %s \"$@\"\n"
+                                      (mapconcat #'shell-quote-argument nagent-test-server-command " ")))
+          (set-file-modes (expand-file-name "nagent-lsp" bin) #o755)
+          (nagent-test--write init snippet)
+          (nagent-test--write drv driver)
+          (let ((process-environment
+                 (append (list (concat "HOME=" home)
+                               (concat "PATH=" bin ":" (getenv "PATH"))
+                               (concat "NAGENT_SNIPPET_FILE=" (expand-file-name "a.py" repo)))
+                         process-environment)))
+            (with-temp-buffer
+              (let ((rc (call-process "emacs" nil t nil "--batch" "-l" init "-l" drv)))
+                (list rc (buffer-string))))))
+      (delete-directory repo t)
+      (delete-directory home t))))
+
+(ert-deftest nagent-readme-snippet-on-fresh-home ()
+  "The README's Emacs set-up, loaded as the init file of a fresh HOME, starts nagent:
+through lsp-mode beside the usual server with no nagent command, through eglot on demand."
+  (dolist (readme (list (expand-file-name "README.md" nagent-test-repo-root)
+                        (expand-file-name "clients/emacs/README.md" nagent-test-repo-root)))
+    (let* ((snippet (nagent-test--readme-snippet
+                     readme (if (string-match-p "clients/emacs" readme) "## Install" "### Emacs")))
+           (out (nagent-test--run-snippet snippet (if (eq nagent-test-backend 'lsp-mode)
+                                                      nagent-test--lsp-driver
+                                                    nagent-test--eglot-driver))))
+      (should-not (string-match-p "use-package" snippet))
+      (should (equal (car out) 0))
+      (should (string-match-p "^KEY=nagent-edit$" (cadr out)))
+      (if (eq nagent-test-backend 'lsp-mode)
+          (should (string-match-p "^NAGENT=initialized$" (cadr out)))
+        (should (string-match-p "^MODEL=gpt-4.1-mini$" (cadr out)))))))
+
 (provide 'nagent-ui-tests)
 ;;; nagent-ui-tests.el ends here

@@ -71,6 +71,17 @@ def _status_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--folder", type=Path, default=Path.cwd(), help="workspace folder (default: current directory)")
 
 
+def _summaries_args(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, what in (("fetch", "fetch the remote's summaries and merge them in"), ("push", "push ours (merged)")):
+        sub = actions.add_parser(name, help=f"git notes refs/notes/nagent-summaries: {what}")
+        sub.add_argument("remote", nargs="?", default="origin", help="the git remote (default origin)")
+    warm = actions.add_parser("warm", help="summarise the files' recent commits now (states the cost, asks first)")
+    warm.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    warm.add_argument("--max-commits", type=int, default=50, help="newest commits per file (default 50)")
+    warm.add_argument("--yes", action="store_true", help="do not ask before spending tokens")
+
+
 class Subcommand(NamedTuple):
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
@@ -117,6 +128,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "split a large file into segments at natural boundaries (prints the JSON result)",
         _split_args,
         "nagent_lsp.headless.splitpatch:run_split",
+    ),
+    "summaries": Subcommand(
+        "commit summaries shared through git notes: fetch|push [REMOTE], warm FILE… [--max-commits N] [--yes]",
+        _summaries_args,
+        "nagent_lsp.headless.summaries:run",
     ),
     "status": Subcommand(
         "print version, state root, model and settings sources as JSON", _status_args, "nagent_lsp.headless.status:run"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -158,3 +159,104 @@ class GitRepository:
             *paths,
         ]
         return self.stream(args)
+
+    # -- git notes (DESIGN §11: commit summaries shared through the team's remote) -----------------------------------
+    def rev_parse(self, ref: str) -> str | None:
+        """The commit `ref` names, or None when it does not exist."""
+        try:
+            out = self.run(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+        except GitError:
+            return None
+        return out.decode("ascii", "replace").strip() or None
+
+    def notes_list(self, rev: str) -> dict[str, str]:
+        """{annotated commit: note blob} of the notes tree at `rev` (a notes ref's full name, refs/notes/…, or a commit
+        of one); {} when it does not exist. Read with ls-tree, so any fan-out (ab/cdef…) reads the same."""
+        if self.rev_parse(rev) is None:
+            return {}
+        out = self.run(["ls-tree", "-r", "-z", f"{rev}^{{commit}}"])
+        notes: dict[str, str] = {}
+        for record in out.split(b"\0"):
+            meta, _, path = record.partition(b"\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == b"blob":
+                name = path.decode("ascii", "replace").replace("/", "")
+                if len(name) in (40, 64):
+                    notes[name] = parts[2].decode("ascii")
+        return notes
+
+    def cat_blobs(self, blobs: Iterable[str]) -> dict[str, bytes]:
+        """The contents of many blobs in one `git cat-file --batch`."""
+        wanted = list(dict.fromkeys(blobs))
+        if not wanted:
+            return {}
+        data = self.run(["cat-file", "--batch"], stdin=("\n".join(wanted) + "\n").encode("ascii"))
+        out: dict[str, bytes] = {}
+        pos = 0
+        for sha in wanted:
+            eol = data.index(b"\n", pos)
+            header = data[pos:eol].split()
+            pos = eol + 1
+            if len(header) < 3 or header[1] == b"missing":
+                continue
+            size = int(header[2])
+            out[sha] = data[pos : pos + size]
+            pos += size + 1  # the content, then a newline
+        return out
+
+    def write_notes(
+        self, ref: str, notes: dict[str, bytes | str], *, parent: str | None, merge: str | None = None, message: str
+    ) -> str:
+        """One commit on the notes ref `ref` whose tree is exactly `notes` ({annotated commit: content bytes, or the
+        sha of a blob that already holds it}), flat (git reads notes at any fan-out), through one `git fast-import`.
+        Its parents are `parent` (and `merge`). The ref moves only if it is still at `parent` (fast-import refuses
+        anything else), so a concurrent writer is never overwritten. Returns the new commit."""
+        when = int(time.time())
+        body = message.encode("utf-8")
+        chunks = [
+            f"commit {ref}\ncommitter nagent-lsp <nagent-lsp@localhost> {when} +0000\ndata {len(body)}\n".encode(),
+            body,
+            b"\n",
+        ]
+        if parent:
+            chunks.append(f"from {parent}\n".encode("ascii"))
+        if merge:
+            chunks.append(f"merge {merge}\n".encode("ascii"))
+        chunks.append(b"deleteall\n")
+        for commit, content in sorted(notes.items()):
+            if isinstance(content, str):
+                chunks.append(f"M 100644 {content} {commit}\n".encode("ascii"))
+            else:
+                chunks.append(f"M 100644 inline {commit}\ndata {len(content)}\n".encode("ascii"))
+                chunks += [content, b"\n"]
+        chunks.append(b"\ndone\n")
+        self.run(["fast-import", "--quiet", "--done"], stdin=b"".join(chunks))
+        new = self.rev_parse(ref)
+        if new is None:
+            raise GitError(f"git fast-import did not write {ref}")
+        return new
+
+    def update_ref(self, ref: str, new: str, old: str | None) -> None:
+        """Move `ref` to `new` only if it is still at `old` (None: only if it does not exist yet)."""
+        self.run(["update-ref", ref, new, old or "0" * 40])
+
+    def fetch_ref(self, remote: str, source: str, destination: str) -> bool:
+        """`git fetch REMOTE +source:destination`; False when the remote has no `source`."""
+        try:
+            self.run(["fetch", "--quiet", "--no-tags", remote, f"+{source}:{destination}"])
+        except GitError as exc:
+            if "couldn't find remote ref" in str(exc).lower():
+                return False
+            raise
+        return True
+
+    def push_ref(self, remote: str, ref: str) -> bool:
+        """`git push REMOTE ref:ref`; False when the remote refused it as not a fast-forward (fetch and merge first)."""
+        try:
+            self.run(["push", "--quiet", "--no-verify", remote, f"{ref}:{ref}"])
+        except GitError as exc:
+            text = str(exc).lower()
+            if "non-fast-forward" in text or "rejected" in text or "fetch first" in text:
+                return False
+            raise
+        return True

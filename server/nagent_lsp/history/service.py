@@ -52,6 +52,7 @@ from nagent_lsp.history.index import CommitRef, IndexBuilder, Lineage, Marks, Re
 from nagent_lsp.history.logparse import RawCommit, parse_log
 from nagent_lsp.history.refs import git_dirs, read_head
 from nagent_lsp.history.render import Author, HistoryView
+from nagent_lsp.history.summary_notes import SummaryNotes
 from nagent_lsp.store import history_index as index_file
 from nagent_lsp.store.commit_summaries import FILE_NAME as SUMMARIES_FILE
 from nagent_lsp.store.commit_summaries import CommitSummaryCache
@@ -218,6 +219,7 @@ class HistoryService:
         self.counters = Counters()
         self._summarizer = summarizer
         self._summarizer_key: tuple[object, ...] | None = None
+        self.share: SummaryNotes | None = None  # DESIGN §11: summaries also read from / written to git notes
         self.stopping = threading.Event()  # set on close: a model call in flight gives up within a second
         self._lock = threading.RLock()  # the index and the caches
         self._update_lock = threading.RLock()  # serialises every change to the index and its file
@@ -301,6 +303,14 @@ class HistoryService:
 
     def set_summarizer(self, summarizer: Summarizer | None) -> None:
         self._summarizer = summarizer
+
+    def share_summaries(self, notes: bool) -> None:
+        """`history.shareSummaries`: "notes" reads missing summaries from git notes before asking the model, and writes
+        the model's to them (history.summary_notes); "off" does neither."""
+        if notes and self.share is None:
+            self.share = SummaryNotes(self.git)
+        elif not notes:
+            self.share = None
 
     def use_summarizer(self, key: tuple[object, ...], make: Callable[[], Summarizer | None]) -> None:
         """Install `make()` unless the summariser made for `key` (the settings objects it came from) is in place.
@@ -951,7 +961,7 @@ class HistoryService:
     def request_summaries(self, entry: _Entry, hs: HistorySettings) -> Future | None:
         """Ask the model, in the background, for the newest commits of this file that have no summary yet."""
         summarizer = self._summarizer
-        if summarizer is None or not hs.summarize or self._closed:
+        if (summarizer is None and self.share is None) or not hs.summarize or self._closed:
             return None
         commits = entry.view.commits[:SUMMARY_LIMIT]
         wanted = [(c.hash, c.path) for c in commits]
@@ -982,7 +992,55 @@ class HistoryService:
             except Exception:  # noqa: BLE001 - timeouts and model failures are reported elsewhere
                 return
 
-    def _summarize(self, summarizer: Summarizer, todo: list[tuple[str, str]], subjects: dict, names: list[str]) -> None:
+    def missing_summaries(
+        self, entry: _Entry, limit: int = SUMMARY_LIMIT
+    ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], str], list[str]]:
+        """For a caller that summarises in its own thread (`summaries warm`): the newest `limit` commits of the file
+        with no summary yet, their subjects, and the file's names (for the diffs)."""
+        commits = entry.view.commits[:limit]
+        todo = self.summaries.missing([(c.hash, c.path) for c in commits])
+        subjects = {(c.hash, c.path): c.subject for c in commits}
+        names = sorted({git_arg(n) for n in entry.names} | {git_arg(c.raw_path) for c in commits if c.raw_path})
+        return todo, subjects, names
+
+    def summarize_now(self, todo: list[tuple[str, str]], subjects: dict, names: list[str]) -> None:
+        """Summarise `todo` in the caller's thread (notes first when shared, then the model)."""
+        self._summarize(self._summarizer, todo, subjects, names)
+
+    def take_from_notes(self, todo: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Take what the shared notes hold into the cache; returns what is still missing."""
+        share = self.share
+        if share is None or not todo:
+            return todo
+        try:
+            self.counters.git_processes += 3
+            found = share.lookup(todo)
+        except GitError as exc:
+            log.info("could not read shared summaries: %s", exc)
+            return todo
+        if found:
+            self.summaries.record(list(found), found)
+        return [p for p in todo if p not in found]
+
+    def _to_notes(self, answers: dict[tuple[str, str], str]) -> None:
+        share = self.share
+        if share is None or not answers:
+            return
+        try:
+            self.counters.git_processes += 3
+            share.add(answers)
+        except GitError as exc:
+            log.warning("could not write shared summaries to git notes: %s", exc)
+
+    def _summarize(
+        self, summarizer: Summarizer | None, todo: list[tuple[str, str]], subjects: dict, names: list[str]
+    ) -> None:
+        missing = self.take_from_notes(todo)
+        with self._lock:
+            self._summary_inflight.difference_update(set(todo) - set(missing) if summarizer is not None else todo)
+        if summarizer is None:
+            return  # shared notes only: what they do not hold keeps its subject
+        todo = missing
         for start in range(0, len(todo), SUMMARY_BATCH):
             batch = todo[start : start + SUMMARY_BATCH]
             try:
@@ -993,6 +1051,7 @@ class HistoryService:
                 if not isinstance(answers, dict):
                     raise TypeError("summarizer returned no mapping")
                 self.summaries.record(batch, answers)
+                self._to_notes(answers)
             except Exception as exc:  # noqa: BLE001 - no summary is fine: the subject stands in
                 log.warning("commit summaries failed: %s", exc)
                 with self._lock:

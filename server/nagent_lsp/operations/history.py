@@ -73,6 +73,7 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
         return None
     service = session.history_service(root, session.state_dir(path, "cache"))
     service.use_summarizer((session.settings, session.environ), lambda: _summarizer_for(session, service.stopping))
+    service.share_summaries(session.settings.history.shareSummaries == "notes")
     service.prepare(background)
     return service, rel
 

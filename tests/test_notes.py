@@ -1,0 +1,144 @@
+"""Commit summaries shared through git notes (DESIGN §11): two clones and a bare remote, the real server, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from nagent_lsp.history.git import GitRepository
+from nagent_lsp.history.summary_notes import NOTES_REF, SummaryNotes, merge_entries
+from tests.harness.gitrepo import Commit, build_repo, git, git_env
+from tests.harness.lsp import repository_settings, server_env
+
+SHARED = {"history": {"summarize": True, "shareSummaries": "notes"}}
+
+
+def summarising_responder(request) -> dict:
+    prompt = request.messages[-1]["content"]
+    rows = [
+        {"commit": sha, "path": path, "summary": f"Model says {sha[:7]} touched {path}."}
+        for sha, path in re.findall(r"Commit: ([0-9a-f]{40})\nPath: (.+)", prompt)
+    ]
+    return {"text": json.dumps({"summaries": rows})}
+
+
+def team(tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:
+    """A bare remote and two clones of it: (remote, a, b, commit hashes)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    a = tmp_path / "a"
+    hashes = build_repo(
+        a,
+        [
+            Commit("start", {"app.py": "a\n", "util.py": "u\n"}),
+            Commit("change app", {"app.py": "b\n"}),
+            Commit("change both", {"app.py": "c\n", "util.py": "v\n"}),
+        ],
+    )
+    git(a, "remote", "add", "origin", str(remote))
+    git(a, "push", "-q", "origin", "main")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(b))
+    return remote, a, b, hashes
+
+
+def cli(folder: Path, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    extra = {**git_env(), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "nagent_lsp", *args],
+        cwd=folder,
+        env=server_env(home, extra),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_notes_merge_keeps_every_entry_of_both_clones(tmp_path: Path) -> None:
+    _, a, b, h = team(tmp_path)
+    mine, theirs = SummaryNotes(GitRepository(a)), SummaryNotes(GitRepository(b))
+    assert mine.add({(h[0], "app.py"): "A: start", (h[2], "app.py"): "A: both"}) == 2
+    assert mine.add({(h[0], "app.py"): "ignored: already there", (h[0], "util.py"): "A: util"}) == 1
+    assert mine.push("origin") == (True, None)
+    assert theirs.add({(h[2], "util.py"): "B: util", (h[2], "app.py"): "B: both"}) == 2
+    pushed, merged = theirs.push("origin")  # the remote moved on: B merges A's notes first
+    assert pushed and merged is not None and merged.moved
+    report = mine.fetch("origin")
+    assert report.moved
+    expected = {
+        h[0]: {"app.py": "A: start", "util.py": "A: util"},
+        h[2]: {"app.py": merge_entries({"app.py": "A: both"}, {"app.py": "B: both"})["app.py"], "util.py": "B: util"},
+    }
+    assert mine.read() == expected and theirs.read() == expected  # both clones agree, nothing dropped
+    assert mine.fetch("origin").moved is False  # nothing new: no merge commit back and forth
+    note = git(a, "notes", f"--ref={NOTES_REF}", "show", h[0])
+    assert json.loads(note) == {"app.py": "A: start", "util.py": "A: util"}
+
+
+async def test_summaries_go_through_notes_between_two_clones(tmp_path, editors, fake_model, isolated_home) -> None:
+    _, a, b, h = team(tmp_path)
+    for clone in (a, b):
+        repository_settings(clone, SHARED)
+    fake_model.responder = summarising_responder
+    async with editors.open("vscode", a, model=True) as editor:
+        uri = (a / "app.py").resolve().as_uri()
+        result = await editor.command("nagent.history", {"uri": uri})
+        for _ in range(600):
+            if result["commits"] and all("summary" in c for c in result["commits"]):
+                break
+            await asyncio.sleep(0.05)
+            result = await editor.command("nagent.history", {"uri": uri})
+    assert [c.get("summary") for c in result["commits"]] == [f"Model says {x[:7]} touched app.py." for x in h[::-1]]
+    notes = SummaryNotes(GitRepository(a))
+    for _ in range(600):  # the notes are written just after the cache: wait for the last batch's write
+        if len(notes.read()) == 3:
+            break
+        await asyncio.sleep(0.05)
+    assert json.loads(git(a, "notes", f"--ref={NOTES_REF}", "show", h[1])) == {
+        "app.py": f"Model says {h[1][:7]} touched app.py."
+    }
+    pushed = cli(a, isolated_home, "summaries", "push")
+    assert pushed.returncode == 0, pushed.stderr
+    assert "pushed to origin" in pushed.stdout
+    fetched = cli(b, isolated_home, "summaries", "fetch", "origin")
+    assert fetched.returncode == 0, fetched.stderr
+    assert "3 new summaries" in fetched.stdout
+
+    fake_model.reset()  # B's server must not ask the model: the notes have every summary
+    async with editors.open("eglot", b, model=True) as editor:
+        uri = (b / "app.py").resolve().as_uri()
+        result = await editor.command("nagent.history", {"uri": uri})
+        for _ in range(600):
+            if result["commits"] and all("summary" in c for c in result["commits"]):
+                break
+            await asyncio.sleep(0.05)
+            result = await editor.command("nagent.history", {"uri": uri})
+    assert [c.get("summary") for c in result["commits"]] == [f"Model says {x[:7]} touched app.py." for x in h[::-1]]
+    assert fake_model.chat_requests == []
+
+
+def test_warm_states_the_cost_asks_and_summarises_with_a_progress_bar(tmp_path, fake_model, isolated_home) -> None:
+    _, a, _, h = team(tmp_path)
+    repository_settings(a, SHARED)
+    fake_model.responder = summarising_responder
+    env = {"OPENAI_BASE_URL": fake_model.base_url, "OPENAI_API_KEY": "sk-test", "NAGENT_MODEL": "fake-model"}
+    refused = cli(a, isolated_home, "summaries", "warm", "app.py", "util.py", env=env)
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    assert "5 commit(s) of 2 file(s) have no summary" in refused.stdout and "tokens" in refused.stdout
+    assert fake_model.chat_requests == []  # nothing spent before the answer
+    done = cli(a, isolated_home, "summaries", "warm", "app.py", "util.py", "--max-commits", "10", "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "summarised 5 of 5 commit(s) and written to git notes" in done.stdout
+    assert "[##############################] 5/5 commits" in done.stderr
+    notes = SummaryNotes(GitRepository(a)).read()
+    assert notes[h[2]] == {
+        "app.py": f"Model says {h[2][:7]} touched app.py.",
+        "util.py": f"Model says {h[2][:7]} touched util.py.",
+    }
+    again = cli(a, isolated_home, "summaries", "warm", "app.py", "--yes", env=env)
+    assert again.returncode == 0 and "already has a summary" in again.stdout

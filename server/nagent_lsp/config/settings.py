@@ -154,11 +154,24 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
 NARROW_ONLY: dict[str, tuple[str, ...]] = {"shell": ("deny", "ask", "allow"), "writeScope": ("target", "workspace")}
 ADD_ONLY = ("denyRead", "denyWrite")
 UNTRUSTED_SOURCES = ("repository",)
+# Where the API key goes and where files are written are the user's choice alone: a cloned repository naming an
+# endpoint would receive the key, and one naming a state root would make the server write wherever it likes.
+TRUSTED_ONLY = ("baseUrl", "apiKeyEnv", "stateRoot")
+ENDPOINT_FIELDS = ("baseUrl", "apiKeyEnv")
 
 
 def _narrowed(key: str, value: Any, chosen: Mapping[str, Any], where: str) -> tuple[Any, SettingError | None]:
     """`value` of an untrusted source, kept within what the sources before it allow."""
     defaults = Settings()
+    if key in TRUSTED_ONLY:
+        message = f"a repository's config cannot set '{key}' (in {where}); set it in your user config or editor"
+        return None, SettingError(key, message)
+    if key == "models" and isinstance(value, Mapping):
+        kept = {n: p for n, p in value.items() if not (isinstance(p, Mapping) and any(f in p for f in ENDPOINT_FIELDS))}
+        if len(kept) < len(value):
+            names = ", ".join(sorted(set(value) - set(kept)))
+            message = f"a repository's config cannot give a model profile an endpoint or key ({names}, in {where})"
+            return kept, SettingError(key, message)
     if key in NARROW_ONLY:
         order = NARROW_ONLY[key]
         before = chosen.get(key, getattr(defaults, key))
@@ -183,6 +196,8 @@ def merge(sources: list[Source]) -> Resolved:
             if source.name in UNTRUSTED_SOURCES:
                 value, refused = _narrowed(key, value, chosen, where)
                 found += [refused] if refused else []
+                if value is None:
+                    continue
             try:
                 converter.structure(nest({key: value}), Settings)
             except cattrs.BaseValidationError as exc:

@@ -14,7 +14,7 @@ from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.store.atomic import atomic_write_bytes
 from nagent_lsp.store.conversations import append_conversation
 from nagent_lsp.store.files import read_disk_text
-from nagent_lsp.tags.transcript import INITIAL_CONTEXT, append_block, set_initial_context
+from nagent_lsp.tags.transcript import INITIAL_CONTEXT, set_initial_context
 
 
 class ConversationFile:
@@ -59,14 +59,18 @@ class ConversationFile:
             self.save()
 
     def append(self, *blocks: str) -> None:
-        before = self._text
-        text = before
+        parts = []
         for block in blocks:
             for secret in self.secrets:
                 block = block.replace(secret, "[redacted]")
-            text = append_block(text, block)
-        self._text = text
-        added = text[len(before) :].encode("utf-8")
+            parts.append(block)
+        if not parts:
+            return
+        # append_block's discipline (a newline first when the file is not empty), built apart so only the
+        # addition is encoded and written, and the text is copied once.
+        addition = ("\n" if self._text else "") + "\n".join(parts)
+        self._text += addition
+        added = addition.encode("utf-8")
         if self._disk_size is not None:
             try:
                 if append_conversation(self.path, added, self._disk_size):

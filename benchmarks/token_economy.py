@@ -226,7 +226,7 @@ def main() -> int:
     print(f"2. Prompt tokens per request over {args.requests} requests in one conversation")
     marks = [1, 10, 25, 40, args.requests]
     print(f"{'':>22} " + " ".join(f"{'#' + str(m):>7}" for m in marks) + f" {'max':>7} {'folds':>6}")
-    for label, (prompts, floor, folds) in (("no budget", unbounded), ("tokenBudget 6000", bounded)):
+    for label, (prompts, _floor, folds) in (("no budget", unbounded), ("tokenBudget 6000", bounded)):
         shown = " ".join(f"{prompts[m - 1]:>7}" for m in marks if m <= len(prompts))
         print(f"{label:>22} {shown} {max(prompts):>7} {folds:>6}")
     print(f"{'floor (system msg)':>22} " + " ".join(f"{unbounded[1]:>7}" for _ in marks))

@@ -348,6 +348,9 @@ the buffer shows the server's text, unmodified, without a conflict."
   "`nagent-hover' shows the whole history card, not the echo area's first lines."
   (nagent-test-with-file ()
     (goto-char (point-min))
+    ;; The first hover after start may answer "building history…".
+    (should (nagent-test-wait-for (lambda () (string-match-p "3 commits" (or (nagent-hover-text) "")))
+                                  20))
     (let ((text (nagent-hover)))
       (should (string-match-p "3 commits" text))
       (let ((shown (nagent-test-buffer-text "*nagent-hover*")))

@@ -109,32 +109,21 @@ async def test_rejected_versioned_edit_retried_once(workspace, editors, fake_mod
         assert "line 1 = 'x'" in editor.text(target)
 
 
-async def test_preview_asks_when_annotations_unsupported(workspace, editors, fake_model) -> None:
-    target = repo(workspace)
-    fake_model.script(text(write(target, BASE + "extra = 1\n")), DONE, text(write(target, BASE + "extra = 2\n")), DONE)
-    async with editors.open("neovim", workspace, model=True) as editor:
-        editor.open(target)
-        editor.answers = ["Discard"]
-        declined = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "a", "preview": True})
-        assert declined["applied"] is False and declined["reason"] == "preview declined"
-        assert editor.text(target) == BASE
-        editor.answers = ["Apply"]
-        applied = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "b", "preview": True})
-        assert applied["applied"] is True and editor.text(target).endswith("extra = 2\n")
-        assert [r.actions[0].title for r in editor.recorded.message_requests] == ["Apply", "Apply"]
-
-
-async def test_confirm_edits_uses_change_annotations_in_vscode(workspace, editors, fake_model) -> None:
+@pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
+async def test_preview_and_confirm_edits_wait_for_review(profile, workspace, editors, fake_model) -> None:
+    """DESIGN §9: no change annotation, no showMessageRequest; the change is a proposal until nagent.review.apply."""
     target = repo(workspace)
     repository_settings(workspace, {"confirmEdits": True})
     fake_model.script(text(write(target, BASE + "extra = 1\n")), DONE)
-    async with editors.open("vscode", workspace, model=True) as editor:
+    async with editors.open(profile, workspace, model=True) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "a"})
-        assert result["applied"] is True
+        assert result["applied"] is False and result["reason"] == "awaiting review"
+        assert not editor.recorded.apply_edits and not editor.recorded.message_requests
+        applied = await editor.command("nagent.review.apply", {"id": result["proposal"]["id"]})
+        assert applied["applied"] is True and editor.text(target).endswith("extra = 1\n")
         edit = editor.recorded.apply_edits[0].edit
-        assert edit.change_annotations and all(a.needs_confirmation for a in edit.change_annotations.values())
-        assert all(getattr(e, "annotation_id", None) for e in edit.document_changes[0].edits)
+        assert not edit.change_annotations
 
 
 async def test_progress_begin_report_end(workspace, editors, fake_model) -> None:

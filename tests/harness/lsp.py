@@ -68,6 +68,7 @@ class Editor:
         self.recorded = Recorded()
         self.answers: list[str | None] = []  # titles to answer showMessageRequest with, in order
         self.reject_edits = 0  # reject this many applyEdits (as a stale-version client would)
+        self.reject_reason = "stale version (simulated)"  # what a rejection says (a user's "no" names no version)
         self.encoding = "utf-16"
         self.before_apply: Any = None  # optional callable(params) run before an edit is applied
 
@@ -142,17 +143,33 @@ class Editor:
             self.before_apply(params)
         if self.reject_edits > 0:
             self.reject_edits -= 1
-            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="stale version (simulated)")
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason=self.reject_reason)
         edit = params.edit
         pending: list[tuple[str, list[Any], int | None]] = []
+        created: list[str] = []
         for change in edit.document_changes or []:
             if isinstance(change, types.TextDocumentEdit):
                 pending.append((change.text_document.uri, list(change.edits), change.text_document.version))
+            elif isinstance(change, types.CreateFile):
+                created.append(change.uri)
+            else:
+                return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"unexpected {change!r}")
         for uri, edits in (edit.changes or {}).items():
             pending.append((uri, list(edits), None))
+        for uri in created:  # as editors do: the file is made on disk at once, its text arrives as an edit
+            path = Path(uri_to_fs(uri))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        opened: list[str] = []
         for uri, _edits, version in pending:
             if uri not in self.buffers:
-                return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{uri} is not open")
+                # An edit of a file that is not open opens it (VS Code, Neovim and eglot all load it into a buffer,
+                # left unsaved) and tells the server (didOpen below).
+                path = Path(uri_to_fs(uri))
+                if not path.is_file():
+                    return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{uri} does not exist")
+                self.buffers[uri] = [path.read_text(encoding="utf-8"), 0]
+                opened.append(uri)
             text, current = self.buffers[uri]
             if version is not None and version != current:
                 return types.ApplyWorkspaceEditResult(
@@ -161,6 +178,15 @@ class Editor:
         for uri, edits, _ in pending:
             text, current = self.buffers[uri]
             self.buffers[uri] = [apply_text_edits(text, edits, self.encoding), current + 1]
+            if uri in opened:
+                self.client.text_document_did_open(
+                    types.DidOpenTextDocumentParams(
+                        types.TextDocumentItem(
+                            uri=uri, language_id="text", version=current + 1, text=self.buffers[uri][0]
+                        )
+                    )
+                )
+                continue
             # Editors report their own change back to the server.
             self.client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
@@ -169,6 +195,12 @@ class Editor:
                 )
             )
         return types.ApplyWorkspaceEditResult(applied=True)
+
+
+def uri_to_fs(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
 
 
 def _offset(text: str, line: int, character: int, encoding: str) -> int:

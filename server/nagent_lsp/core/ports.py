@@ -45,7 +45,19 @@ class FileChange:
     new_text: str
     base_version: int | None
     label: str = "nagent"
-    needs_confirmation: bool = False
+    created: bool = False  # a new file: base_text is "" and the file must not exist when the change is applied
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What one file of an applied change set became."""
+
+    path: Path
+    uri: str
+    edits: int
+    created: bool
+    base_text: str
+    final_text: str  # the text after applying (three-way merge may differ from the change's new_text)
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,19 @@ class ApplyOutcome:
     edits: int = 0
     reason: str | None = None
     final_text: str | None = None  # the text after applying (three-way merge may differ from new_text)
+    files: tuple[FileOutcome, ...] = ()  # apply_changes: every file changed, in the order given
+    conflict: Path | None = None  # the file whose merge failed (nothing applied)
+
+
+@dataclass(frozen=True)
+class ReviewMark:
+    """One pending hunk of a proposal, as a document shows it (the zero-plugin review: a Hint diagnostic)."""
+
+    proposal: str
+    hunk: str
+    start_line: int  # 0-based, in the document's current text
+    end_line: int  # exclusive; == start_line for a pure insertion
+    message: str
 
 
 @dataclass
@@ -77,6 +102,13 @@ class EditorPort(Protocol):
         """The open buffer for `path`, else None (the caller reads the disk)."""
 
     async def apply_change(self, change: FileChange) -> ApplyOutcome: ...
+
+    async def apply_changes(self, changes: Sequence[FileChange], label: str) -> ApplyOutcome:
+        """The whole change set at once (DESIGN §9): each file merged three ways against its current text; a
+        conflict in any file applies nothing (`conflict` names it); else one delivery of every file."""
+
+    def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
+        """Show the pending hunks of a document (none: clear them)."""
 
     async def ask(self, message: str, choices: list[str]) -> str | None:
         """The chosen title, or None when the editor cannot ask, the user dismissed it, or it timed out."""

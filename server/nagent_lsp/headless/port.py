@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, ReviewMark
 from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.text.edits import minimal_edits
@@ -25,17 +26,39 @@ class DiskPort:
         return None  # no editor buffers: callers read the disk
 
     async def apply_change(self, change: FileChange) -> ApplyOutcome:
-        current = read_disk_text(change.path)
-        plan = plan_change(change.base_text, current, change.new_text)
-        if plan.target is None:
-            return ApplyOutcome(False, 0, plan.reason, current)
-        if (
-            change.needs_confirmation
-            and await self.ask(f"Apply the change to {change.path}?", ["Apply", "Discard"]) != "Apply"
-        ):
-            return ApplyOutcome(False, 0, "preview declined")
-        atomic_write_text(change.path, plan.target)
-        return ApplyOutcome(True, len(minimal_edits(current, plan.target, "utf-32")), None, plan.target)
+        outcome = await self.apply_changes([change], change.label)
+        final = outcome.files[0].final_text if outcome.files else outcome.final_text
+        return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
+
+    async def apply_changes(self, changes: Sequence[FileChange], label: str) -> ApplyOutcome:
+        """Every file merged three ways against the disk first; a conflict writes nothing; then atomic writes."""
+        planned: list[FileOutcome] = []
+        for change in changes:
+            exists = change.path.exists()
+            current = read_disk_text(change.path) if exists else ""
+            if change.created and exists:
+                if current == change.new_text:
+                    continue
+                reason = f"conflict: {change.path} was created meanwhile with other content; nothing was applied"
+                return ApplyOutcome(False, 0, reason, conflict=change.path)
+            plan = plan_change(change.base_text, current, change.new_text)
+            if plan.target is None:
+                if plan.reason == "no change" and not (change.created and not exists):
+                    continue
+                if plan.reason != "no change":
+                    why = f"{plan.reason} (in {change.path})" if len(changes) > 1 else plan.reason
+                    return ApplyOutcome(False, 0, why, current, conflict=change.path)
+            target = plan.target if plan.target is not None else change.new_text
+            edits = len(minimal_edits(current, target, "utf-32")) or 1
+            planned.append(FileOutcome(change.path, change.uri, edits, change.created, current, target))
+        if not planned:
+            return ApplyOutcome(False, 0, "no change")
+        for outcome in planned:
+            atomic_write_text(outcome.path, outcome.final_text)
+        return ApplyOutcome(True, sum(o.edits for o in planned), None, planned[0].final_text, tuple(planned))
+
+    def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
+        return None  # the CLI shows a proposal as a diff
 
     async def ask(self, message: str, choices: list[str]) -> str | None:
         if not self.interactive:

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from nagent_lsp.lsp import logs
-from nagent_lsp.lsp.features import agents, codeaction, conversation, edit, history, lifecycle, splitpatch, status
+from nagent_lsp.lsp.features import (
+    agents,
+    codeaction,
+    conversation,
+    edit,
+    history,
+    lifecycle,
+    review,
+    splitpatch,
+    status,
+)
 from nagent_lsp.lsp.server import NagentServer
 
 
 def create_server() -> NagentServer:
     server = NagentServer()
-    for feature in (lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents):
+    for feature in (lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents, review):
         feature.register(server)
     logs.attach_client(server)
     return server

@@ -42,3 +42,9 @@ def supports_change_annotations(caps: ClientCapabilities | None) -> bool:
 
 def supports_apply_edit(caps: ClientCapabilities | None) -> bool:
     return bool(_get(caps, "workspace", "apply_edit"))
+
+
+def supports_create(caps: ClientCapabilities | None) -> bool:
+    """`CreateFile` in documentChanges (`workspace.workspaceEdit.resourceOperations` holds "create")."""
+    operations = _get(caps, "workspace", "workspace_edit", "resource_operations") or []
+    return any(getattr(op, "value", op) == "create" for op in operations)

@@ -9,16 +9,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, ReviewMark
 from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.lsp.server import NagentServer
+from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.text.edits import TextEditSpec, minimal_edits
 from nagent_lsp.text.merge import plan_change
@@ -29,7 +33,19 @@ SHOW_TIMEOUT = 5.0
 ASK_TIMEOUT = 120.0
 APPLY_TIMEOUT = 300.0  # the user may be looking at a refactor preview
 SETTLE_DELAY = 0.3  # time for lagging didChange notifications to arrive before a retry
-CONFIRM_ANNOTATION = "nagent.confirm"
+# A refusal that names a version is a stale-version rejection (eglot: "Edits on `f' require version 3, you have 4"),
+# which a retry against the latest text may fix; any other refusal (a user's "no") is final and never re-sent.
+_STALE = re.compile(r"version", re.IGNORECASE)
+
+
+@dataclass
+class _Planned:
+    change: FileChange
+    uri: str
+    version: int | None
+    current: str
+    target: str
+    specs: list[TextEditSpec]
 
 
 class LspPort:
@@ -67,64 +83,131 @@ class LspPort:
 
     # -- changing ------------------------------------------------------------------------------------
     async def apply_change(self, change: FileChange) -> ApplyOutcome:
-        client_caps = self.server.client_capabilities
-        if not caps.supports_apply_edit(client_caps):
+        outcome = await self.apply_changes([change], change.label)
+        final = outcome.files[0].final_text if outcome.files else outcome.final_text
+        return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
+
+    async def apply_changes(self, changes: Sequence[FileChange], label: str) -> ApplyOutcome:
+        """One `workspace/applyEdit` for the whole change set (DESIGN §9). A refusal that says the version was stale
+        is retried once against the latest text; any other refusal (the user said no) is the answer."""
+        if not caps.supports_apply_edit(self.server.client_capabilities):
             return ApplyOutcome(False, 0, "the editor does not support workspace/applyEdit")
-        if change.needs_confirmation and not caps.supports_change_annotations(client_caps):
-            if caps.can_ask(client_caps):
-                choice = await self.ask(f"nagent wants to change {change.path.name}. Apply?", ["Apply", "Discard"])
-                if choice != "Apply":
-                    return ApplyOutcome(False, 0, "preview declined")
-        outcome, retryable = await self._send(change, attempt=1)
-        if outcome.applied or not retryable:
+        outcome, sent = await self._send_all(changes, label, attempt=1)
+        if outcome.applied or sent is None or not self._stale(outcome.reason or "", sent):
             return outcome
         # A client whose didChange lags (eglot's idle timer) rejects a versioned edit: let it catch up, retry once.
         await asyncio.sleep(SETTLE_DELAY)
-        return (await self._send(change, attempt=2))[0]
+        return (await self._send_all(changes, label, attempt=2))[0]
 
-    async def _send(self, change: FileChange, attempt: int) -> tuple[ApplyOutcome, bool]:
-        """One applyEdit; the flag says whether a retry could help (a plain versioned edit the client refused)."""
-        buffer = self.read_buffer(change.path)
-        if buffer is not None:
-            current, version, uri = buffer.text, buffer.version, buffer.uri
-        else:
-            current = read_disk_text(change.path)
-            version, uri = None, change.uri
-        plan = plan_change(change.base_text, current, change.new_text)
-        if plan.target is None:
-            return ApplyOutcome(False, 0, plan.reason, current), False
-        specs = minimal_edits(current, plan.target, self.encoding())
-        annotation = CONFIRM_ANNOTATION if change.needs_confirmation else None
-        edits: list[types.TextEdit | types.AnnotatedTextEdit] = [_text_edit(s, annotation) for s in specs]
+    def _stale(self, reason: str, sent: list[_Planned]) -> bool:
+        if _STALE.search(reason):
+            return True
+        for plan in sent:  # the buffer moved on since the edit was computed
+            buffer = self.read_buffer(plan.change.path)
+            if plan.version is not None and buffer is not None and buffer.version != plan.version:
+                return True
+        return False
+
+    def _plan(self, changes: Sequence[FileChange]) -> tuple[list[_Planned], ApplyOutcome | None]:
+        planned: list[_Planned] = []
+        encoding = self.encoding()
+        for change in changes:
+            buffer = self.read_buffer(change.path)
+            if buffer is not None:
+                current: str | None = buffer.text
+                version, uri = buffer.version, buffer.uri
+            else:
+                current = None if change.created and not change.path.exists() else read_disk_text(change.path)
+                version, uri = None, change.uri
+            if change.created:
+                if current is None:
+                    planned.append(_Planned(change, uri, version, "", change.new_text, []))
+                    continue
+                if current == change.new_text:
+                    continue
+                reason = f"conflict: {change.path} was created meanwhile with other content; nothing was applied"
+                return [], ApplyOutcome(False, 0, reason, conflict=change.path)
+            assert current is not None
+            plan = plan_change(change.base_text, current, change.new_text)
+            if plan.target is None:
+                if plan.reason == "no change":
+                    continue
+                why = f"{plan.reason} (in {change.path})" if len(changes) > 1 else plan.reason
+                return [], ApplyOutcome(False, 0, why, current, conflict=change.path)
+            planned.append(
+                _Planned(change, uri, version, current, plan.target, minimal_edits(current, plan.target, encoding))
+            )
+        return planned, None
+
+    async def _send_all(
+        self, changes: Sequence[FileChange], label: str, attempt: int
+    ) -> tuple[ApplyOutcome, list[_Planned] | None]:
+        """One applyEdit; returns the outcome and what was sent (None when nothing was sent)."""
+        planned, failed = self._plan(changes)
+        if failed is not None:
+            return failed, None
+        if not planned:
+            return ApplyOutcome(False, 0, "no change"), None
         client_caps = self.server.client_capabilities
+        documents = caps.supports_document_changes(client_caps)
+        create_in_editor = documents and caps.supports_create(client_caps)
         workspace_edit = types.WorkspaceEdit()
-        if annotation and caps.supports_change_annotations(client_caps):
-            workspace_edit.change_annotations = {
-                annotation: types.ChangeAnnotation(
-                    label=change.label, needs_confirmation=True, description="nagent edit"
+        document_changes: list[types.TextDocumentEdit | types.CreateFile] = []
+        plain: dict[str, list[types.TextEdit]] = {}
+        on_disk: list[_Planned] = []  # new files the editor cannot create: written by us once the edit is applied
+        for plan in planned:
+            edits = [_text_edit(spec) for spec in plan.specs]
+            if plan.change.created:
+                if not create_in_editor:
+                    on_disk.append(plan)
+                    continue
+                document_changes.append(
+                    types.CreateFile(
+                        uri=plan.uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True)
+                    )
                 )
-            }
-        if caps.supports_document_changes(client_caps):
-            identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-            workspace_edit.document_changes = [types.TextDocumentEdit(text_document=identifier, edits=edits)]
+                whole = types.Range(types.Position(0, 0), types.Position(0, 0))
+                edits = [types.TextEdit(range=whole, new_text=plan.target)] if plan.target else []
+                plan.specs = [TextEditSpec(0, 0, 0, 0, plan.target)] if plan.target else []
+                if not edits:
+                    continue
+                identifier = types.OptionalVersionedTextDocumentIdentifier(uri=plan.uri, version=None)
+                document_changes.append(types.TextDocumentEdit(text_document=identifier, edits=list(edits)))
+            elif documents:
+                identifier = types.OptionalVersionedTextDocumentIdentifier(uri=plan.uri, version=plan.version)
+                document_changes.append(types.TextDocumentEdit(text_document=identifier, edits=list(edits)))
+            else:
+                plain[plan.uri] = edits
+        total = sum(len(p.specs) if p not in on_disk else 1 for p in planned)
+        if document_changes:
+            workspace_edit.document_changes = document_changes
         else:
-            workspace_edit.changes = {uri: [_plain(e) for e in edits]}
-        params = types.ApplyWorkspaceEditParams(edit=workspace_edit, label=change.label)
-        # Only a plain edit may be sent twice: a refused preview is the user's answer, a timeout would double the wait.
-        retryable = annotation is None
-        try:
-            result = await asyncio.wait_for(self.server.workspace_apply_edit_async(params), APPLY_TIMEOUT)
-        except TimeoutError:
-            return ApplyOutcome(False, len(specs), "the editor did not answer workspace/applyEdit in time"), False
-        except Exception as exc:  # an error reply (eglot rejects stale versions this way)
-            log.info("applyEdit attempt %d failed: %s", attempt, exc)
-            return ApplyOutcome(False, len(specs), f"rejected by the editor: {exc}"), retryable
-        if not result.applied:
-            reason = result.failure_reason or "the editor rejected the edit"
-            if annotation:
-                reason = f"preview declined or rejected: {reason}"
-            return ApplyOutcome(False, len(specs), reason), retryable
-        return ApplyOutcome(True, len(specs), None, plan.target), False
+            workspace_edit.changes = plain
+        if document_changes or plain:
+            params = types.ApplyWorkspaceEditParams(edit=workspace_edit, label=label)
+            try:
+                result = await asyncio.wait_for(self.server.workspace_apply_edit_async(params), APPLY_TIMEOUT)
+            except TimeoutError:
+                return ApplyOutcome(False, total, "the editor did not answer workspace/applyEdit in time"), None
+            except Exception as exc:  # an error reply (eglot rejects stale versions, and a user's "no", this way)
+                log.info("applyEdit attempt %d failed: %s", attempt, exc)
+                return ApplyOutcome(False, total, f"rejected by the editor: {exc}"), planned
+            if not result.applied:
+                return ApplyOutcome(False, total, result.failure_reason or "the editor rejected the edit"), planned
+        for plan in on_disk:
+            atomic_write_text(plan.change.path, plan.target)
+        files = tuple(
+            FileOutcome(
+                p.change.path,
+                p.uri,
+                1 if p in on_disk else len(p.specs),
+                p.change.created,
+                p.current,
+                p.target,
+            )
+            for p in planned
+        )
+        return ApplyOutcome(True, total, None, files[0].final_text, files), None
 
     # -- asking and showing ----------------------------------------------------------------------------
     async def ask(self, message: str, choices: list[str]) -> str | None:
@@ -189,13 +272,23 @@ class LspPort:
     def log(self, level: str, message: str) -> None:
         getattr(log, level, log.info)(message)
 
+    # -- the zero-plugin review ---------------------------------------------------------------------------
+    def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
+        """Pending hunks as Hint diagnostics (source "nagent", code = hunk id, data = {proposal, hunk})."""
+        diagnostics = [
+            types.Diagnostic(
+                range=types.Range(types.Position(m.start_line, 0), types.Position(max(m.end_line, m.start_line), 0)),
+                message=m.message,
+                severity=types.DiagnosticSeverity.Hint,
+                source="nagent",
+                code=m.hunk,
+                data={"proposal": m.proposal, "hunk": m.hunk},
+            )
+            for m in marks
+        ]
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
-def _text_edit(spec: TextEditSpec, annotation: str | None) -> types.TextEdit | types.AnnotatedTextEdit:
+
+def _text_edit(spec: TextEditSpec) -> types.TextEdit:
     rng = types.Range(types.Position(spec.start_line, spec.start_char), types.Position(spec.end_line, spec.end_char))
-    if annotation:
-        return types.AnnotatedTextEdit(range=rng, new_text=spec.new_text, annotation_id=annotation)
     return types.TextEdit(range=rng, new_text=spec.new_text)
-
-
-def _plain(edit: types.TextEdit | types.AnnotatedTextEdit) -> types.TextEdit:
-    return types.TextEdit(range=edit.range, new_text=edit.new_text)

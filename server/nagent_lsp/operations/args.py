@@ -6,6 +6,8 @@ importing this module imports neither git nor openai.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 
 
@@ -73,6 +75,13 @@ class SplitArgs:
 
 
 @attrs.frozen
+class PatchArgs:
+    indexPath: str
+    force: bool = False
+    dryRun: bool = False
+
+
+@attrs.frozen
 class ListArgs:
     """`nagent.agents.list`, `nagent.recipes.list`: `uri` picks the workspace (its state root); optional."""
 
@@ -91,7 +100,25 @@ class RecipeArgs:
 
 
 @attrs.frozen
-class PatchArgs:
-    indexPath: str
-    force: bool = False
-    dryRun: bool = False
+class ReviewIdArgs:
+    """`nagent.review.show`."""
+
+    id: str
+
+
+@attrs.frozen
+class ReviewApplyArgs:
+    """`nagent.review.apply`: `accept` omitted = every pending hunk; the hunks not accepted are rejected, or stay
+    pending with `rest: "keep"` (the per-hunk "accept this change")."""
+
+    id: str
+    accept: list[str] | None = None
+    rest: Literal["reject", "keep"] = "reject"
+
+
+@attrs.frozen
+class ReviewDiscardArgs:
+    """`nagent.review.discard`: every pending hunk, or only `hunks` (the rest stay pending)."""
+
+    id: str
+    hunks: list[str] | None = None

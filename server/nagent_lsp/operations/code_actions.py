@@ -39,7 +39,7 @@ def offers(
     rules = read_rules(session, path)
     if not rules.allows(path):
         return []
-    found: list[Offer] = []
+    found: list[Offer] = review_offers(session, uri, lines, start, end)
     for line in range(start[0], min(end[0], len(lines) - 1) + 1):
         comment = comment_at(lines[line])
         if comment:
@@ -64,6 +64,37 @@ def offers(
         index = {"indexPath": str(segment_dir / "index.json")}
         found.append(Offer("nagent: merge edited segments back (patch)", "refactor", "nagent.patch", index))
     found.append(Offer("nagent: show this file's history", "refactor", "nagent.history", {"uri": uri}))
+    return found
+
+
+def review_offers(
+    session: Session, uri: str, lines: Sequence[str], start: tuple[int, int], end: tuple[int, int]
+) -> list[Offer]:
+    """The zero-plugin review (DESIGN §9): on a pending hunk (a Hint diagnostic), accept or reject it — the others
+    stay pending — or accept or reject every hunk of its proposal."""
+    from nagent_lsp.operations.review import marks_for
+
+    found: list[Offer] = []
+    proposals: list[str] = []
+    for mark in marks_for(session, None, uri, "".join(lines) if lines else None):
+        if mark.start_line > end[0] or max(mark.end_line, mark.start_line + 1) <= start[0]:
+            continue
+        one = {"id": mark.proposal, "accept": [mark.hunk], "rest": "keep"}
+        found.append(Offer("nagent: accept this change", "quickfix", "nagent.review.apply", one, preferred=True))
+        found.append(
+            Offer(
+                "nagent: reject this change",
+                "quickfix",
+                "nagent.review.discard",
+                {"id": mark.proposal, "hunks": [mark.hunk]},
+            )
+        )
+        if mark.proposal not in proposals:
+            proposals.append(mark.proposal)
+    for proposal in proposals:
+        every = {"id": proposal}
+        found.append(Offer("nagent: accept all proposed changes", "quickfix", "nagent.review.apply", every))
+        found.append(Offer("nagent: reject all proposed changes", "quickfix", "nagent.review.discard", every))
     return found
 
 

@@ -31,10 +31,8 @@ from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.store.files import file_kind
-from nagent_lsp.store.patches import write_patch
 from nagent_lsp.tags import protocol_rules
 from nagent_lsp.tags.transcript import INTERRUPTED, render_block, system_block, user_prompt_block
-from nagent_lsp.text.edits import unified_diff
 
 log = logging.getLogger("nagent_lsp")
 
@@ -219,37 +217,107 @@ async def _run(
         result["reason"] = f"stopped after maxSteps={settings.maxSteps} turns"
     if finish is not None:
         run.staged = finish(run.staged)
-    if run.staged == base_text:
+    return await _deliver(session, port, args, run, convo, result, path, state_root, base_text, base_version, progress)
+
+
+async def _deliver(
+    session: Session,
+    port: EditorPort,
+    args: EditArgs,
+    run: EditSession,
+    convo: ConversationFile,
+    result: dict[str, Any],
+    path: Path,
+    state_root: Path,
+    base_text: str,
+    base_version: int | None,
+    progress: Progress,
+) -> dict[str, Any]:
+    """DESIGN §9: the run's change set (the target and every other file it wrote or created) is applied as one
+    change, or kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
+    from nagent_lsp.operations.review import deliver, files_result, propose
+
+    changes = _change_set(run, args.uri, path, base_text, base_version)
+    result["files"] = []
+    if not changes:
         result.setdefault("reason", "no change")
         port.end_progress(progress, "no change")
         return result
+    if args.range:
+        outside = outside_selection(args.range, changes, path)
+        if outside:
+            result.update(outsideSelection=True, outsideLines=outside)
+    if args.preview if args.preview is not None else session.settings.confirmEdits:
+        proposal = propose(
+            session, port, state_root, changes, request=args.request, conversation=result["conversation"], target=path
+        )
+        result.update(reason="awaiting review", proposal=proposal)
+        attrs = {"applied": "false", "reason": "awaiting review", "proposal": proposal["id"]}
+        convo.append(render_block("nagent-edit-result", None, attrs))
+        port.end_progress(progress, "awaiting review")
+        return result
     port.report_progress(progress, "applying the change")
-    change = FileChange(
-        path=path,
-        uri=args.uri,
-        base_text=base_text,
-        new_text=run.staged,
-        base_version=base_version,
-        label=f"nagent: {args.request.strip().splitlines()[0][:60]}",
-        needs_confirmation=bool(args.preview if args.preview is not None else settings.confirmEdits),
+    applied, patch_path = await deliver(
+        session, port, state_root, changes, target=path, request=args.request, conversation=convo.path.name
     )
-    applied = await port.apply_change(change)
     result["edits"] = applied.edits
     if applied.applied:
-        final = applied.final_text if applied.final_text is not None else run.staged
-        patch_path = write_patch(
-            state_root / "patches", path, unified_diff(base_text, final, _shown_path(state_root, path))
+        result.update(
+            applied=True, patchPath=str(patch_path) if patch_path else None, files=files_result(applied.files)
         )
-        result.update(applied=True, patchPath=str(patch_path) if patch_path else None)
-        await _refresh_splits(run.splits, path, final)
-        convo.append(
-            render_block("nagent-edit-result", None, {"applied": "true", "edits": applied.edits, "patch": patch_path})
-        )
+        final = next((f.final_text for f in applied.files if f.path == path), None)
+        if final is not None:
+            await _refresh_splits(run.splits, path, final)
+        attrs = {"applied": "true", "edits": applied.edits, "files": len(applied.files), "patch": patch_path}
+        convo.append(render_block("nagent-edit-result", None, attrs))
     else:
         result["reason"] = applied.reason or "not applied"
         convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
     port.end_progress(progress, "applied" if applied.applied else result["reason"])
     return result
+
+
+def _change_set(run: EditSession, uri: str, path: Path, base_text: str, base_version: int | None) -> list[FileChange]:
+    """The target first (when it changed), then every other changed or new file, in the order first written."""
+    changes = []
+    if run.staged != base_text:
+        changes.append(
+            FileChange(path=path, uri=uri, base_text=base_text, new_text=run.staged, base_version=base_version)
+        )
+    for staged in run.changes.changed():
+        if staged.path == path:
+            continue
+        changes.append(
+            FileChange(
+                path=staged.path,
+                uri=staged.uri,
+                base_text=staged.base_text,
+                new_text=staged.text,
+                base_version=staged.base_version,
+                created=staged.created,
+            )
+        )
+    return changes
+
+
+def outside_selection(rng: dict, changes: list[FileChange], target: Path) -> list[dict[str, Any]]:
+    """`outsideLines` of a run given a `range`: per file, the 0-based lines (of the text the run started from) that
+    changed outside the selected lines — every changed line of another file. An insertion counts as its line."""
+    from nagent_lsp.text.merge import line_hunks
+
+    first, last = int(rng["start"]["line"]), int(rng["end"]["line"])
+    if last > first and int(rng["end"]["character"]) == 0:
+        last -= 1  # a selection ending at the start of a line does not hold that line
+    found = []
+    for change in changes:
+        lines: list[int] = []
+        for hunk in line_hunks(change.base_text, change.new_text):
+            for line in range(hunk.start, max(hunk.end, hunk.start + 1)):
+                if change.path != target or not first <= line <= last:
+                    lines.append(line)
+        if lines:
+            found.append({"uri": change.uri, "lines": sorted(set(lines))})
+    return found
 
 
 async def _refresh_splits(splits: StagedSplits, target: Path, final: str) -> None:

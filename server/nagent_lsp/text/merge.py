@@ -76,3 +76,52 @@ def plan_change(base_text: str, current_text: str, new_text: str) -> Plan:
     if target == current_text:
         return Plan(None, "no change")
     return Plan(target)
+
+
+@dataclass(frozen=True)
+class LineHunk:
+    """One changed region of a base text: its lines [start, end) become `new_text` (`old_text` is what they held)."""
+
+    start: int
+    end: int
+    old_text: str
+    new_text: str
+
+
+def line_hunks(base: str, new: str) -> list[LineHunk]:
+    """The changed regions of base → new, in order: the hunks of a proposal (reviewed one by one)."""
+    a, b = split_lines(base), split_lines(new)
+    return [LineHunk(i1, i2, "".join(a[i1:i2]), "".join(b[j1:j2])) for i1, i2, j1, j2 in line_opcodes(a, b)]
+
+
+def with_hunks(base: str, hunks: Sequence[LineHunk]) -> str:
+    """`base` with these of its hunks applied (and no other)."""
+    lines = split_lines(base)
+    for hunk in sorted(hunks, key=lambda h: h.start, reverse=True):
+        lines[hunk.start : hunk.end] = [hunk.new_text] if hunk.new_text else []
+    return "".join(lines)
+
+
+def merge_hunks(base: str, current: str, hunks: Sequence[LineHunk]) -> tuple[str, list[int]]:
+    """Apply the hunks (of base) one at a time to `current` (base plus whatever the user changed since), merging
+    three ways; returns the text and the indexes of the hunks that no longer apply (left out)."""
+    text, conflicts = current, []
+    for i, hunk in enumerate(hunks):
+        merged = merge3(base, text, with_hunks(base, [hunk]))
+        if merged is None:
+            conflicts.append(i)
+        else:
+            text = merged
+    return text, conflicts
+
+
+def map_line(base: str, current: str, line: int) -> int:
+    """Where line `line` of `base` is in `current` (the start of the region that replaced it, if it changed)."""
+    shift = 0
+    for i1, i2, j1, j2 in line_opcodes(split_lines(base), split_lines(current)):
+        if i1 > line:
+            break
+        if line < i2:
+            return j1
+        shift = j2 - i2
+    return line + shift

@@ -55,6 +55,9 @@ def register(server: NagentServer) -> None:
         path = uri_to_path(params.text_document.uri)
         if path is not None:
             asyncio.get_running_loop().run_in_executor(None, _warm, ls, path)
+        from nagent_lsp.lsp.features.review import show_pending
+
+        await show_pending(ls, params.text_document.uri)  # a pending proposal's hunks (they survive a restart)
 
     def run_history(ls: NagentServer, args: HistoryArgs) -> dict[str, Any]:
         from nagent_lsp.operations import history

@@ -1,0 +1,509 @@
+"""Change sets and their review (DESIGN §9): delivering a run's change set, proposals, `nagent.review.*`.
+
+A run's change set is delivered at once (`deliver`) or, with `confirmEdits`/`preview`, kept as a proposal
+(`propose`) under `<state root>/proposals/<id>/`. A proposal's hunks are the changed line regions of each file
+against the text the run started from; their ids (`h1`, `h2`, … across the proposal) never change. Resolving:
+
+- `nagent.review.apply {id, accept?, rest?}` merges the accepted hunks three ways into the current text of each
+  file and sends them as one change; a hunk that no longer applies is a conflict (left out, reported). The hunks
+  not accepted are rejected (`rest: "reject"`, the default) or stay pending (`rest: "keep"`: what "accept this
+  change" uses). Nothing is recorded when the editor refuses the change: the proposal stays as it was.
+- `nagent.review.discard {id, hunks?}` rejects every pending hunk, or only `hunks` (the rest stay pending).
+
+Every resolution appends a `<nagent-review-result>` block to the run's conversation naming the accepted hunks and
+the rejected ones with their text, so the next request knows what the user refused. While hunks are pending the
+port shows them (`EditorPort.publish_review`: Hint diagnostics over LSP).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.identity import uri_to_path
+from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, FileOutcome, ReviewMark
+from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
+from nagent_lsp.operations.session import Session
+from nagent_lsp.store import proposals
+from nagent_lsp.store.conversations import ConversationError, ConversationStore
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.store.patches import write_patch
+from nagent_lsp.tags.transcript import render_block
+from nagent_lsp.text.edits import split_lines, unified_diff
+from nagent_lsp.text.merge import LineHunk, line_hunks, map_line, merge_hunks
+
+log = logging.getLogger("nagent_lsp")
+
+PENDING, ACCEPTED, REJECTED, CONFLICT = "pending", "accepted", "rejected", "conflict"
+_locks: dict[str, asyncio.Lock] = {}
+
+
+# -- a run's change set --------------------------------------------------------------------------------------
+def shown_path(state_root: Path, path: Path) -> str:
+    """The path a diff names: relative to the workspace the state root belongs to, when it is inside it."""
+    try:
+        return str(path.relative_to(state_root.parent))
+    except ValueError:
+        return str(path)
+
+
+def change_patch(state_root: Path, files: Iterable[tuple[Path, str, str]]) -> str:
+    """One unified diff for (path, old, new) of every file."""
+    return "".join(unified_diff(old, new, shown_path(state_root, path)) for path, old, new in files)
+
+
+async def deliver(
+    session: Session,
+    port: EditorPort,
+    state_root: Path,
+    changes: Sequence[FileChange],
+    *,
+    target: Path,
+    request: str,
+    conversation: str,
+) -> tuple[ApplyOutcome, Path | None]:
+    """Send the change set as one change; when applied, write its patch and tell every other changed file's
+    conversation what happened to it. Returns the outcome and the patch path."""
+    label = f"nagent: {request.strip().splitlines()[0][:60] if request.strip() else 'edit'}"
+    outcome = await port.apply_changes(changes, label)
+    if not outcome.applied:
+        return outcome, None
+    patch = change_patch(state_root, ((f.path, f.base_text, f.final_text) for f in outcome.files))
+    patch_path = write_patch(state_root / "patches", target, patch)
+    await record_in_other_conversations(session, port, outcome.files, target, request, conversation, state_root)
+    return outcome, patch_path
+
+
+def files_result(files: Iterable[FileOutcome]) -> list[dict[str, Any]]:
+    return [{"uri": f.uri, "edits": f.edits, "created": f.created} for f in files]
+
+
+async def record_in_other_conversations(
+    session: Session,
+    port: EditorPort,
+    files: Iterable[FileOutcome],
+    target: Path,
+    request: str,
+    conversation: str,
+    state_root: Path,
+) -> None:
+    """DESIGN §9 "memory stays with each file": each changed file other than the target gets a block in its own
+    conversation (created if needed) — which conversation changed it, the request and the file's diff."""
+    for changed in files:
+        if changed.path == target:
+            continue
+        diff = unified_diff(changed.base_text, changed.final_text, shown_path(state_root, changed.path))
+        body = (
+            f"{'Created' if changed.created else 'Changed'} as part of a change to {target} made in the conversation "
+            f"{conversation}, for the request:\n{request.strip()}\n\nThe diff of this file:\n{diff}"
+        )
+        attrs = {"by_conversation": conversation, "target": str(target), "created": str(changed.created).lower()}
+        await append_to_conversation_of(session, port, changed.path, render_block("nagent-change-result", body, attrs))
+
+
+async def append_to_conversation_of(session: Session, port: EditorPort, path: Path, block: str) -> None:
+    """Append `block` to `path`'s conversation under its run lock; when a run on that file holds the lock, the
+    block is appended as soon as it ends (never waiting here: two runs could wait on each other)."""
+    from nagent_lsp.operations.conversation import store_for
+
+    try:
+        store = store_for(session, path)
+        ref = store.resolve(path)
+    except (ConversationError, OSError, UserError) as exc:
+        log.info("no conversation for %s: %s", path, exc)
+        return
+    lock = store.lock_for(ref)
+
+    async def append() -> None:
+        async with lock:
+            ConversationFile.open(ref.conversation_path, port).append(block)
+
+    if lock.locked():
+        task = asyncio.get_running_loop().create_task(append())
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+    else:
+        await append()
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+# -- proposals ------------------------------------------------------------------------------------------
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_proposal(
+    changes: Sequence[FileChange], *, request: str, conversation: dict[str, str], target: Path
+) -> dict[str, Any]:
+    """A proposal (as stored) of the change set: per file its base and proposed text and its hunks."""
+    files, count = [], 0
+    for change in changes:
+        hunks = []
+        for hunk in line_hunks(change.base_text, change.new_text) or [LineHunk(0, 0, "", "")]:
+            count += 1
+            hunks.append(
+                {
+                    "id": f"h{count}",
+                    "start": hunk.start,
+                    "end": hunk.end,
+                    "oldText": hunk.old_text,
+                    "newText": hunk.new_text,
+                    "status": PENDING,
+                }
+            )
+        files.append(
+            {
+                "uri": change.uri,
+                "path": str(change.path),
+                "created": change.created,
+                "baseText": change.base_text,
+                "newText": change.new_text,
+                "hunks": hunks,
+            }
+        )
+    return {
+        "version": 1,
+        "id": proposals.new_id(),
+        "createdAt": _now(),
+        "status": PENDING,
+        "request": request,
+        "conversation": conversation,
+        "target": str(target),
+        "files": files,
+    }
+
+
+def propose(
+    session: Session,
+    port: EditorPort,
+    state_root: Path,
+    changes: Sequence[FileChange],
+    *,
+    request: str,
+    conversation: dict[str, str],
+    target: Path,
+) -> dict[str, Any]:
+    """Store the change set as a proposal (nothing applied), show its hunks; returns `nagent.review.show`'s shape."""
+    proposal = build_proposal(changes, request=request, conversation=conversation, target=target)
+    patch = change_patch(state_root, ((c.path, c.base_text, c.new_text) for c in changes))
+    proposals.save(state_root, proposal, patch)
+    publish(session, port, [f["uri"] for f in proposal["files"]])
+    return shown(proposal, port)
+
+
+def state_roots(session: Session) -> list[Path]:
+    """Where proposals of this workspace live: the state root of each workspace folder (or the stateRoot)."""
+    roots: list[Path] = []
+    for folder in session.workspace_folders or [None]:  # type: ignore[list-item]
+        root = session.state_root(folder).path
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def pending_proposals(session: Session) -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for root in state_roots(session):
+        for proposal_id in proposals.ids(root):
+            proposal = proposals.load(root, proposal_id)
+            if proposal is not None and proposal.get("status") == PENDING:
+                found.append((root, proposal))
+    return found
+
+
+def _find(session: Session, proposal_id: str) -> tuple[Path, dict[str, Any]]:
+    if not proposals.valid_id(proposal_id):
+        raise InvalidArgument("id", "is not a proposal id (they look like p20250101T120000Z-1a2b3c4d)")
+    for root in state_roots(session):
+        proposal = proposals.load(root, proposal_id)
+        if proposal is not None:
+            if proposal.get("status") != PENDING:
+                raise InvalidArgument("id", f"proposal {proposal_id} was already resolved ({proposal.get('status')})")
+            return root, proposal
+    raise InvalidArgument("id", f"no proposal {proposal_id} in this workspace")
+
+
+def _current(port: EditorPort, path: Path) -> tuple[str, bool]:
+    """The file's text as the user has it (buffer, else disk) and whether it exists."""
+    buffer = port.read_buffer(path)
+    if buffer is not None:
+        return buffer.text, True
+    if not path.exists():
+        return "", False
+    return read_disk_text(path), True
+
+
+def _pending(file: dict[str, Any]) -> list[dict[str, Any]]:
+    return [h for h in file["hunks"] if h.get("status") == PENDING]
+
+
+def shown(proposal: dict[str, Any], port: EditorPort) -> dict[str, Any]:
+    """`nagent.review.show`: the pending hunks, their ranges in each document's current text (whole lines)."""
+    files = []
+    for file in proposal["files"]:
+        hunks = _pending(file)
+        if not hunks:
+            continue
+        path = Path(file["path"])
+        current, _ = _current(port, path)
+        shown_hunks = []
+        for hunk in hunks:
+            start = map_line(file["baseText"], current, hunk["start"])
+            end = start + (hunk["end"] - hunk["start"])
+            shown_hunks.append(
+                {
+                    "id": hunk["id"],
+                    "range": {"start": {"line": start, "character": 0}, "end": {"line": end, "character": 0}},
+                    "oldText": hunk["oldText"],
+                    "newText": hunk["newText"],
+                }
+            )
+        files.append({"uri": file["uri"], "path": file["path"], "created": file["created"], "hunks": shown_hunks})
+    return {
+        "id": proposal["id"],
+        "createdAt": proposal["createdAt"],
+        "request": proposal["request"],
+        "conversation": proposal["conversation"],
+        "files": files,
+    }
+
+
+def marks_for(session: Session, port: EditorPort | None, uri: str, text: str | None = None) -> list[ReviewMark]:
+    """Every pending hunk of every pending proposal on the document `uri`, placed in its current text (`text`,
+    else the port's buffer, else the disk)."""
+    marks: list[ReviewMark] = []
+    path = uri_to_path(uri)
+    for _root, proposal in pending_proposals(session):
+        for file in proposal["files"]:
+            if file["uri"] != uri and (path is None or file["path"] != str(path)):
+                continue
+            if text is not None:
+                current = text
+            elif port is not None:
+                current = _current(port, Path(file["path"]))[0]
+            else:
+                current = file["baseText"]
+            for hunk in _pending(file):
+                start = map_line(file["baseText"], current, hunk["start"])
+                first = next((line.strip() for line in split_lines(hunk["newText"]) if line.strip()), "")
+                message = f"nagent proposes: {first[:120]}" if first else "nagent proposes to delete these lines"
+                end = start + hunk["end"] - hunk["start"]
+                marks.append(ReviewMark(proposal["id"], hunk["id"], start, end, message))
+    return marks
+
+
+def publish(session: Session, port: EditorPort, uris: Iterable[str]) -> None:
+    for uri in dict.fromkeys(uris):
+        try:
+            port.publish_review(uri, marks_for(session, port, uri))
+        except (OSError, UserError) as exc:
+            log.info("could not show the review of %s: %s", uri, exc)
+
+
+# -- the commands -----------------------------------------------------------------------------------------
+def review_list(session: Session, port: EditorPort, args: NoArgs) -> dict[str, Any]:
+    return {
+        "proposals": [
+            {
+                "id": p["id"],
+                "createdAt": p["createdAt"],
+                "request": p["request"],
+                "conversation": p["conversation"],
+                "files": [{"uri": f["uri"], "hunks": len(_pending(f))} for f in p["files"] if _pending(f)],
+            }
+            for _root, p in pending_proposals(session)
+        ]
+    }
+
+
+def review_show(session: Session, port: EditorPort, args: ReviewIdArgs) -> dict[str, Any]:
+    _root, proposal = _find(session, args.id)
+    return shown(proposal, port)
+
+
+def _lock(proposal_id: str) -> asyncio.Lock:
+    lock = _locks.get(proposal_id)
+    if lock is None:
+        lock = _locks[proposal_id] = asyncio.Lock()
+    return lock
+
+
+def _check_hunks(proposal: dict[str, Any], wanted: list[str] | None, field: str) -> set[str]:
+    pending = {h["id"] for f in proposal["files"] for h in _pending(f)}
+    if wanted is None:
+        return pending
+    every = {h["id"] for f in proposal["files"] for h in f["hunks"]}
+    for hunk_id in wanted:
+        if hunk_id not in every:
+            raise InvalidArgument(field, f"proposal {proposal['id']} has no hunk {hunk_id!r}")
+        if hunk_id not in pending:
+            raise InvalidArgument(field, f"hunk {hunk_id} of proposal {proposal['id']} was already resolved")
+    return set(wanted)
+
+
+async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs) -> dict[str, Any]:
+    _root, found = _find(session, args.id)
+    async with _lock(args.id):
+        root, proposal = _find(session, args.id)  # re-read: another command may have resolved it meanwhile
+        del _root, found
+        accept = _check_hunks(proposal, args.accept, "accept")
+        changes: list[FileChange] = []
+        conflicts: list[str] = []
+        for file in proposal["files"]:
+            chosen = [h for h in _pending(file) if h["id"] in accept]
+            if not chosen:
+                continue
+            path = Path(file["path"])
+            current, exists = _current(port, path)
+            hunks = [LineHunk(h["start"], h["end"], h["oldText"], h["newText"]) for h in chosen]
+            base = file["baseText"]
+            if file["created"] and not exists:
+                merged, failed = merge_hunks(base, base, hunks)
+            else:
+                merged, failed = merge_hunks(base, current, hunks)
+            conflicts += [chosen[i]["id"] for i in failed]
+            if merged != current or (file["created"] and not exists):
+                buffer = port.read_buffer(path)
+                changes.append(
+                    FileChange(
+                        path=path,
+                        uri=buffer.uri if buffer is not None else file["uri"],
+                        base_text=current,
+                        new_text=merged,
+                        base_version=buffer.version if buffer is not None else None,
+                        created=bool(file["created"]) and not exists,
+                    )
+                )
+        result: dict[str, Any] = {"applied": False, "edits": 0, "files": [], "rejected": [], "conflicts": conflicts}
+        target = Path(proposal["target"])
+        patch_path: Path | None = None
+        outcome_files: tuple[FileOutcome, ...] = ()
+        if changes:
+            outcome, patch_path = await deliver(
+                session,
+                port,
+                root,
+                changes,
+                target=target,
+                request=proposal["request"],
+                conversation=Path(proposal["conversation"]["path"]).name,
+            )
+            if not outcome.applied:
+                return {**result, "conflicts": [], "reason": outcome.reason or "not applied"}
+            outcome_files = outcome.files
+            result.update(applied=True, edits=outcome.edits, files=files_result(outcome.files))
+            if patch_path is not None:
+                result["patchPath"] = str(patch_path)
+        accepted: list[dict[str, Any]] = []
+        rejected: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        conflicted: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        for file in proposal["files"]:
+            for hunk in _pending(file):
+                if hunk["id"] in conflicts:
+                    hunk["status"] = CONFLICT
+                    conflicted.append((file, hunk))
+                elif hunk["id"] in accept:
+                    hunk["status"] = ACCEPTED
+                    accepted.append(hunk)
+                elif args.rest == "reject":
+                    hunk["status"] = REJECTED
+                    rejected.append((file, hunk))
+        result["rejected"] = [h["id"] for _f, h in rejected]
+        result["pending"] = [h["id"] for f in proposal["files"] for h in _pending(f)]
+        _finish(proposal)
+        proposals.save(root, proposal)
+        await _record_review(session, port, proposal, accepted, rejected, conflicted)
+        publish(session, port, [f["uri"] for f in proposal["files"]] + [f.uri for f in outcome_files])
+        return result
+
+
+async def review_discard(session: Session, port: EditorPort, args: ReviewDiscardArgs) -> dict[str, Any]:
+    _find(session, args.id)
+    async with _lock(args.id):
+        root, proposal = _find(session, args.id)
+        chosen = _check_hunks(proposal, args.hunks, "hunks")
+        rejected = []
+        for file in proposal["files"]:
+            for hunk in _pending(file):
+                if hunk["id"] in chosen:
+                    hunk["status"] = REJECTED
+                    rejected.append((file, hunk))
+        _finish(proposal)
+        proposals.save(root, proposal)
+        await _record_review(session, port, proposal, [], rejected, [])
+        publish(session, port, [f["uri"] for f in proposal["files"]])
+        return {
+            "rejected": [h["id"] for _f, h in rejected],
+            "pending": [h["id"] for f in proposal["files"] for h in _pending(f)],
+        }
+
+
+def _finish(proposal: dict[str, Any]) -> None:
+    """A proposal with no pending hunk is resolved: `applied` when any hunk was accepted, else `discarded`."""
+    hunks = [h for f in proposal["files"] for h in f["hunks"]]
+    if any(h["status"] == PENDING for h in hunks):
+        return
+    proposal["status"] = "applied" if any(h["status"] == ACCEPTED for h in hunks) else "discarded"
+    proposal["resolvedAt"] = _now()
+
+
+def _lines(hunk: dict[str, Any]) -> str:
+    return f"{hunk['start'] + 1}-{max(hunk['end'], hunk['start'] + 1)}"
+
+
+async def _record_review(
+    session: Session,
+    port: EditorPort,
+    proposal: dict[str, Any],
+    accepted: list[dict[str, Any]],
+    rejected: list[tuple[dict[str, Any], dict[str, Any]]],
+    conflicted: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> None:
+    """The `<nagent-review-result>` block in the run's conversation: accepted hunks, and the rejected (and
+    conflicting) ones with their text, so the next request knows what the user refused."""
+    lines = [f"The user reviewed the change proposed for the request: {proposal['request'].strip()}"]
+    if accepted:
+        lines.append(f"Accepted and applied: {', '.join(h['id'] for h in accepted)}.")
+    for title, group in (
+        ("Rejected by the user", rejected),
+        ("Not applied, the file changed beyond merge", conflicted),
+    ):
+        for file, hunk in group:
+            lines += [
+                "",
+                f"{title}: {hunk['id']} in {file['path']} (lines {_lines(hunk)} of the text the change was made "
+                "against).",
+                "Proposed text:",
+                hunk["newText"].rstrip("\n") or "(delete the lines)",
+                "Instead of:",
+                hunk["oldText"].rstrip("\n") or "(nothing: an insertion)",
+            ]
+    attrs = {
+        "proposal": proposal["id"],
+        "accepted": " ".join(h["id"] for h in accepted),
+        "rejected": " ".join(h["id"] for _f, h in rejected),
+        "conflicts": " ".join(h["id"] for _f, h in conflicted),
+    }
+    block = render_block("nagent-review-result", "\n".join(lines), attrs)
+    path = Path(proposal["conversation"]["path"])
+    target = Path(proposal["target"])
+    try:
+        from nagent_lsp.operations.conversation import store_for
+
+        store: ConversationStore = store_for(session, target)
+        ref = store.resolve(target)
+        if ref.conversation_path != path:  # the file's conversation was cleared or loaded since: write where it was
+            ConversationFile.open(path, port).append(block)
+            return
+        async with store.lock_for(ref):
+            ConversationFile.open(path, port).append(block)
+    except (ConversationError, OSError) as exc:
+        log.warning("could not record the review of %s in %s: %s", proposal["id"], path, exc)

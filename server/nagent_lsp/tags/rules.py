@@ -45,6 +45,11 @@ Protocol rules:
 - A result block whose body contains its own close tag carries body_chars="N": its body is exactly the next N characters after the opening line.
 - An error result is information, not a reason to stop: read it and change approach.
 
+Which files you may write:
+- The target file always (and the segment files of its split). Unless the session is limited to the target, you may also write any other file inside the workspace folders and create new files there (folders are created as needed); files are never deleted. Secrets, the .git and .nagent folders and anything outside the workspace are refused, and the write result says why.
+- Every write is staged: nothing reaches the disk or the editor until the run ends, and reading a file you wrote gives back your staged text. At the end all changed files are applied together as one change, or shown to the user for review.
+- Change another file only when the request, or what you find while doing it, requires it (a caller of a function you renamed, a test of behaviour you changed). The co-edit table in the file history says which files usually change together: it tells you what to inspect, not what to edit.
+
 Changing part of a file with <nagent-replace>:
 <nagent-replace path="PATH">
 <<<<<<< SEARCH

@@ -1775,6 +1775,45 @@ the card's text."
       (display-buffer buf)
       text)))
 
+(defun nagent-card-digest (card)
+  "A few lines of the history CARD for the echo area.
+The title line (commits, authors, dates) and the hovered line's last
+change, then where to read the rest."
+  (let* ((lines (split-string (or card "") "\n" t "[ \t]+"))
+         (keep (cl-remove-if-not
+                (lambda (l) (string-match-p "\\`\\(?:\\*\\*\\)?\\(?:History of\\|Line [0-9]\\)" l))
+                lines)))
+    (if (or (null keep) (<= (length lines) (length keep)))
+        card
+      (concat (string-join keep "\n")
+              (substitute-command-keys
+               "  (\\[nagent-hover] or \\[eldoc-doc-buffer]: the whole card)")))))
+
+(defvar eldoc-display-functions)
+(declare-function eldoc-display-in-echo-area "eldoc" (docs interactive))
+
+(defun nagent--eldoc-display-in-echo-area (docs interactive)
+  "Show DOCS in the echo area as a digest of nagent's history card.
+INTERACTIVE as in `eldoc-display-in-echo-area'.  The doc buffer
+\(\[eldoc-doc-buffer]) still gets the whole card."
+  (eldoc-display-in-echo-area
+   (mapcar (lambda (doc) (cons (nagent-card-digest (car doc)) (cdr doc))) docs)
+   interactive))
+
+(defun nagent--eglot-managed-setup ()
+  "Show the card's digest in the echo area of nagent's eglot buffers."
+  (if (not (bound-and-true-p eglot--managed-mode))
+      (kill-local-variable 'eldoc-display-functions)
+    (when (and (boundp 'eldoc-display-functions)
+               (let ((s (eglot-current-server))) (and s (nagent--eglot-nagent-p s))))
+      (setq-local eldoc-display-functions
+                (mapcar (lambda (f) (if (eq f 'eldoc-display-in-echo-area)
+                                        #'nagent--eldoc-display-in-echo-area
+                                      f))
+                        (default-value 'eldoc-display-functions))))))
+
+(add-hook 'eglot-managed-mode-hook #'nagent--eglot-managed-setup)
+
 (defun nagent-settings-changed ()
   "Tell the running nagent-lsp that `nagent-settings' changed."
   (interactive)

@@ -358,7 +358,14 @@ the buffer shows the server's text, unmodified, without a conflict."
         (should (string-match-p "Alice Example" shown))
         (should (string-match-p "Fix off-by-one in size" shown))
         (should (string-match-p "b\\.py" shown))
-        (should (> (length (split-string shown "\n")) 8))))))
+        (should (> (length (split-string shown "\n")) 8)))
+      ;; The echo area (eldoc) gets a digest that fits, naming where the rest is.
+      (let ((digest (nagent-card-digest text)))
+        (should (string-match-p "3 commits" digest))
+        (should (string-match-p "whole card" digest))
+        (should (<= (length (split-string digest "\n")) 3)))
+      (when (eq nagent-test-backend 'eglot)
+        (should (memq #'nagent--eldoc-display-in-echo-area eldoc-display-functions))))))
 
 (defun nagent-test--rename-a (repo _home)
   "Rename a.py to d.py in REPO, in a commit."

@@ -49,7 +49,13 @@ def _patch_args(parser: argparse.ArgumentParser) -> None:
 def _edit_args(parser: argparse.ArgumentParser) -> None:
     _file(parser)
     parser.add_argument("request", help="what to change")
-    parser.add_argument("--confirm", action="store_true", help="ask before writing the change")
+    parser.add_argument(
+        "--review",
+        "--confirm",
+        dest="review",
+        action="store_true",
+        help="show the change as a proposal and ask per hunk (y/n/a/q); without a terminal it stays pending",
+    )
     parser.add_argument("--agent", default=None, help="the agent to run as (see `nagent-lsp agents`)")
     parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
 
@@ -65,6 +71,12 @@ def _recipe_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("request", nargs="?", default=None, help="the request (the recipe's userRequest)")
     parser.add_argument("--confirm", action="store_true", help="keep a changed file as a proposal to review")
     parser.add_argument("--json", action="store_true", help="print the nagent.recipe.run result as JSON")
+
+
+def _review_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["list", "show", "apply", "discard"])
+    parser.add_argument("id", nargs="?", help="the proposal id (from `review list` or the edit's result)")
+    parser.add_argument("--accept", help="apply only these hunks, comma-separated (h1,h3); the rest are rejected")
 
 
 def _status_args(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +135,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "list the recipes (~/.nagent/recipes, .nagent/recipes) with their steps",
         _list_args,
         "nagent_lsp.headless.agents:run_recipes",
+    ),
+    "review": Subcommand(
+        "list, show, apply or discard the proposals awaiting review in this workspace (JSON)",
+        _review_args,
+        "nagent_lsp.headless.review:run_review",
     ),
     "split": Subcommand(
         "split a large file into segments at natural boundaries (prints the JSON result)",

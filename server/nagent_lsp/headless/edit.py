@@ -21,13 +21,24 @@ def run_edit(args: argparse.Namespace) -> int:
         result = await edit(
             session,
             port,
-            EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.confirm), agent=args.agent),
+            EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.review), agent=args.agent),
         )
         if args.json:
             print_json(result)
             return
         if result["response"]:
             print(result["response"])
+        if result.get("proposal"):
+            from nagent_lsp.headless.review import ask_per_hunk
+
+            resolved = await ask_per_hunk(session, port, result["proposal"])
+            if resolved is not None:
+                rejected = ", ".join(resolved["rejected"]) or "none"
+                print(f"applied: {resolved['applied']}, rejected: {rejected}", file=sys.stderr)
+                if resolved.get("patchPath"):
+                    print(Path(resolved["patchPath"]).read_text(encoding="utf-8"), end="")
+            print(f"conversation: {result['conversation']['path']}", file=sys.stderr)
+            return
         if result.get("patchPath"):
             print(Path(result["patchPath"]).read_text(encoding="utf-8"), end="")
         elif result.get("reason"):

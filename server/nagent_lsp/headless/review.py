@@ -1,0 +1,79 @@
+"""`nagent-lsp review list|show|apply ID [--accept h1,h2]|discard ID`, and the per-hunk questions of
+`nagent-lsp edit FILE "request" --review`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from nagent_lsp.headless.common import print_json, run_guarded, session_for
+from nagent_lsp.headless.port import DiskPort
+from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
+from nagent_lsp.operations.session import Session
+from nagent_lsp.text.edits import unified_diff
+
+
+def run_review(args: argparse.Namespace) -> int:
+    from nagent_lsp.operations import review
+
+    async def run() -> None:
+        session = session_for(Path.cwd())
+        port = DiskPort(session.workspace_folders, interactive=False, quiet=True)
+        if args.action == "list":
+            print_json(review.review_list(session, port, NoArgs()))
+            return
+        if not args.id:
+            from nagent_lsp.core.errors import InvalidArgument
+
+            raise InvalidArgument("id", f"`review {args.action}` needs a proposal id (see `nagent-lsp review list`)")
+        if args.action == "show":
+            print_json(review.review_show(session, port, ReviewIdArgs(args.id)))
+        elif args.action == "apply":
+            accept = [h.strip() for h in args.accept.split(",") if h.strip()] if args.accept else None
+            print_json(await review.review_apply(session, port, ReviewApplyArgs(args.id, accept)))
+        else:
+            print_json(await review.review_discard(session, port, ReviewDiscardArgs(args.id)))
+
+    return run_guarded(run)
+
+
+def hunk_diff(file: dict[str, Any], hunk: dict[str, Any]) -> str:
+    """A hunk as a small unified diff (its own lines only)."""
+    return unified_diff(hunk["oldText"], hunk["newText"], file["path"], context=0) or "(no textual change)\n"
+
+
+async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any]) -> dict[str, Any] | None:
+    """y: accept, n: reject, a: accept this and every remaining hunk, q: reject this and every remaining one.
+    Without a terminal nothing is asked: the proposal stays pending (None) and is printed for `review apply`."""
+    from nagent_lsp.operations import review
+
+    for file in proposal["files"]:
+        for hunk in file["hunks"]:
+            print(f"[{hunk['id']}] {file['path']}{' (new file)' if file['created'] else ''}")
+            print(hunk_diff(file, hunk), end="")
+    if not port.interactive:
+        print(
+            f"proposal {proposal['id']} awaits review: nagent-lsp review apply {proposal['id']} [--accept h1,h2] "
+            f"or nagent-lsp review discard {proposal['id']}",
+            file=sys.stderr,
+        )
+        return None
+    accept: list[str] = []
+    every = [h["id"] for f in proposal["files"] for h in f["hunks"]]
+    for i, hunk_id in enumerate(every):
+        answer = ""
+        while answer not in ("y", "n", "a", "q"):
+            try:
+                answer = input(f"apply {hunk_id}? [y,n,a,q] ").strip().lower()[:1]
+            except EOFError:
+                answer = "q"
+        if answer == "y":
+            accept.append(hunk_id)
+        elif answer == "a":
+            accept += every[i:]
+            break
+        elif answer == "q":
+            break
+    return await review.review_apply(session, port, ReviewApplyArgs(proposal["id"], accept))

@@ -4,9 +4,12 @@
 --
 -- Works on Neovim 0.7 (vim.lsp.start_client + buf_attach_client) and 0.8+ (vim.lsp.start).
 -- Every nagent-lsp command takes one JSON object; results arrive asynchronously, so the
--- editor never blocks while the model works ($/progress is echoed as it comes).
+-- editor never blocks while the model works ($/progress is echoed as it comes, on one line).
+-- Answers go to a float (or a split: `answer = "split"`), proposals to :NagentReview, conversations are
+-- filetype `nagentconv`.
 
 local M = {}
+local ui = require("nagent.ui")
 
 local defaults = {
   cmd = { "nagent-lsp" },
@@ -18,7 +21,13 @@ local defaults = {
   timeout_ms = 600000, -- how long a command may take (edits call the model)
   capabilities = nil, -- extra client capabilities (merged into Neovim's defaults)
   on_attach = nil, -- function(client, bufnr) run after nagent attaches to a buffer
-  keymaps = true, -- map K to hover where nothing else maps it (0.7 has no default K)
+  -- true: K (hover) where nothing maps it, and buffer mappings under "<leader>n" (e edit, c conversation,
+  -- h history, r review, a answers, R recipe, x cancel, s status / send in a conversation); a string is
+  -- another prefix; false maps nothing.
+  keymaps = true,
+  answer = "float", -- where the model's answer goes: "float", "split" (nagent://answers) or "none"
+  review = "auto", -- "auto": open :NagentReview when an edit returns a proposal; "manual": only say so
+  notify = nil, -- function(msg, level) to show nagent's one-line messages (default: the message area)
   -- window/showMessageRequest: "ask" prompts with inputlist when a UI is attached and
   -- dismisses (null) when headless; "dismiss" always answers null; or a function
   -- (message, titles) -> index|nil. Never blocks a headless Neovim.
@@ -38,7 +47,17 @@ local function has(version)
 end
 
 local function notify(msg, level)
-  vim.notify("nagent: " .. msg, level or vim.log.levels.INFO)
+  ui.say(msg, level)
+end
+
+--- The mapping prefix ("<leader>n" by default), or nil when keymaps are off.
+function M.keymap_prefix()
+  local k = M.config.keymaps
+  if k == true then
+    return "<leader>n"
+  elseif type(k) == "string" and k ~= "" then
+    return k
+  end
 end
 
 local function empty_dict_if_empty(t)
@@ -127,12 +146,19 @@ local function message_request_handler(_, result)
   return vim.NIL
 end
 
-local progress_title = {}
-local function progress_handler(err, result, ctx, config)
-  local default = vim.lsp.handlers["$/progress"]
-  if default then
-    pcall(default, err, result, ctx, config)
+local function apply_edit_handler(_, params, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if not (params and params.edit and client) then
+    return { applied = false, failureReason = "no edit" }
   end
+  local ok, err = pcall(vim.lsp.util.apply_workspace_edit, params.edit, client.offset_encoding or "utf-16")
+  return { applied = ok, failureReason = (not ok) and tostring(err) or nil }
+end
+
+local progress_title = {}
+M.progress = {} -- token -> the latest progress line (for M.statusline())
+
+local function progress_handler(err, result, ctx, config)
   local value = result and result.value
   if type(value) ~= "table" then
     return
@@ -148,15 +174,58 @@ local function progress_handler(err, result, ctx, config)
   )
   if value.kind == "end" then
     progress_title[result.token] = nil
+    M.progress[result.token] = nil
+  else
+    M.progress[result.token] = text
+  end
+  -- Neovim's own handler feeds vim.lsp.status() / LspProgress for statusline plugins; it echoes nothing.
+  local default = vim.lsp.handlers["$/progress"]
+  if default then
+    pcall(default, err, result, ctx, config)
   end
   vim.schedule(function()
-    vim.api.nvim_echo({ { (text:gsub("^nagent: ", "nagent: ")), "Comment" } }, false, {})
+    pcall(vim.cmd, "redraw")
+    -- one line, not kept in :messages: progress never piles up into a "Press ENTER" prompt
+    local shown = text:gsub("^nagent:%s*", "")
+    vim.api.nvim_echo({ { ui.one_line("nagent: " .. shown), "Comment" } }, false, {})
   end)
 end
 
+--- For a statusline: what nagent is doing ("" when idle).
+function M.statusline()
+  for _, text in pairs(M.progress) do
+    return text
+  end
+  if next(M.running) then
+    return "nagent: working…"
+  end
+  return ""
+end
+
+local function map(bufnr, modes, lhs, rhs, desc)
+  for _, mode in ipairs(modes) do
+    if vim.fn.maparg(lhs, mode) == "" then
+      pcall(vim.keymap.set, mode, lhs, rhs, { buffer = bufnr, desc = "nagent: " .. desc })
+    end
+  end
+end
+
 local function on_attach(client, bufnr)
-  if M.config.keymaps and vim.fn.maparg("K", "n") == "" then
-    pcall(vim.keymap.set, "n", "K", vim.lsp.buf.hover, { buffer = bufnr, desc = "LSP hover (nagent history)" })
+  if M.config.keymaps then
+    map(bufnr, { "n" }, "K", vim.lsp.buf.hover, "hover (the file's history)")
+  end
+  local p = M.keymap_prefix()
+  if p then
+    map(bufnr, { "n" }, p .. "e", ":NagentEdit ", "edit this file")
+    map(bufnr, { "x" }, p .. "e", ":NagentEdit ", "edit the selected lines")
+    map(bufnr, { "n" }, p .. "E", ":NagentEdit! ", "edit with an agent")
+    map(bufnr, { "n" }, p .. "c", "<cmd>NagentConversation<cr>", "open this file's conversation")
+    map(bufnr, { "n" }, p .. "h", "<cmd>NagentHistory<cr>", "this file's history")
+    map(bufnr, { "n" }, p .. "r", "<cmd>NagentReview<cr>", "review proposed changes")
+    map(bufnr, { "n" }, p .. "a", "<cmd>NagentAnswers<cr>", "every answer so far")
+    map(bufnr, { "n", "x" }, p .. "R", ":NagentRecipe ", "run a recipe")
+    map(bufnr, { "n" }, p .. "x", "<cmd>NagentCancel<cr>", "cancel the running command")
+    map(bufnr, { "n" }, p .. "s", "<cmd>NagentStatus<cr>", "server status")
   end
   if M.config.on_attach then
     M.config.on_attach(client, bufnr)
@@ -171,6 +240,10 @@ local function capabilities()
   -- 0.7 answers workspace/configuration (from `settings`) but does not say so.
   caps.workspace = caps.workspace or {}
   caps.workspace.configuration = true
+  -- This plugin asks the user for nagent.edit's request (the "nagent: edit selection" code action) and shows
+  -- command results itself; the server offers that action, and stays quiet, only to clients that say so.
+  caps.experimental = type(caps.experimental) == "table" and caps.experimental or {}
+  caps.experimental.nagent = { requestInput = true }
   return caps
 end
 
@@ -186,6 +259,8 @@ local function client_config(root)
     init_options = empty_dict_if_empty(vim.deepcopy(settings)),
     settings = { nagent = empty_dict_if_empty(vim.deepcopy(settings)) },
     handlers = {
+      -- 0.7's own handler prints the edit's label: a second message line, so a "Press ENTER" prompt
+      ["workspace/applyEdit"] = apply_edit_handler,
       ["window/showMessageRequest"] = message_request_handler,
       ["$/progress"] = progress_handler,
     },
@@ -213,7 +288,20 @@ local function attachable(bufnr)
     return false
   end
   local fts = M.config.filetypes
-  return fts == nil or vim.tbl_contains(fts, vim.bo[bufnr].filetype)
+  return fts == nil or vim.tbl_contains(fts, vim.bo[bufnr].filetype) or vim.bo[bufnr].filetype == "nagentconv"
+end
+
+-- Why the server cannot start, checked before spawning: Neovim would print its own error once per buffer.
+M.spawn_error = nil
+local function spawn_problem()
+  local cmd = M.config.cmd
+  if type(cmd) ~= "table" or type(cmd[1]) ~= "string" or cmd[1] == "" then
+    return "cmd must be a list such as { \"nagent-lsp\" }"
+  end
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    return string.format("cannot start nagent-lsp: %s is not an executable (cmd = %s); install it or set cmd",
+      cmd[1], vim.inspect(cmd))
+  end
 end
 
 --- Attach nagent-lsp to a buffer (starting or reusing the server); returns the client id.
@@ -226,6 +314,15 @@ function M.attach(bufnr)
   if not attachable(bufnr) then
     return nil
   end
+  local problem = spawn_problem()
+  if problem then
+    if M.spawn_error ~= problem then -- said once, not once per buffer
+      M.spawn_error = problem
+      notify(problem, vim.log.levels.ERROR)
+    end
+    return nil
+  end
+  M.spawn_error = nil
   local root = find_root(vim.api.nvim_buf_get_name(bufnr))
   if vim.lsp.start then
     return vim.lsp.start(client_config(root), { bufnr = bufnr })
@@ -246,7 +343,11 @@ function M.setup(opts)
   if opts and opts.settings then
     M.config.settings = vim.deepcopy(opts.settings) -- replace, do not merge, settings
   end
+  M.spawn_error = nil
+  ui.config.answer = M.config.answer
+  ui.config.notify = M.config.notify
   M.create_commands()
+  M.register_client_commands()
   group = vim.api.nvim_create_augroup("nagent", { clear = true })
   if M.config.autostart then
     vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "FileType" }, {
@@ -307,7 +408,9 @@ function M.execute(command, argument, callback, bufnr)
     M.setup({})
   end
   local id = M.attach(bufnr)
+  local key = {}
   local function finish(err, result)
+    M.running[key] = nil
     M.last[command] = { err = err, result = result }
     if err then
       notify(command .. ": " .. error_text(err), vim.log.levels.ERROR)
@@ -317,8 +420,9 @@ function M.execute(command, argument, callback, bufnr)
     end
   end
   if not id then
-    return finish({ message = "cannot attach nagent-lsp to this buffer" })
+    return finish({ message = M.spawn_error or "cannot attach nagent-lsp to this buffer (not a file buffer?)" })
   end
+  M.running[key] = { command = command }
   M.last[command] = nil
   wait_ready(id, function(client)
     if not client then
@@ -339,6 +443,7 @@ function M.execute(command, argument, callback, bufnr)
       return finish({ message = "the request could not be sent" })
     end
     M._pending = { client = client, id = request_id, command = command }
+    M.running[key] = M._pending
     vim.defer_fn(function()
       if not done then
         done = true
@@ -349,13 +454,17 @@ function M.execute(command, argument, callback, bufnr)
   end)
 end
 
---- Cancel the command that is running (if any).
+M.running = {} -- the commands waiting for a reply
+
+--- Cancel the command that is running (the latest one sent, if any).
 function M.cancel()
   local p = M._pending
   if p then
     client_cancel(p.client, p.id)
     notify(p.command .. " cancelled")
     M._pending = nil
+  else
+    notify("nothing is running")
   end
 end
 
@@ -371,7 +480,11 @@ local function utf16_len(text)
   return #text
 end
 
+
 -- ---------------------------------------------------------------- commands
+
+local conversation = require("nagent.conversation")
+local review = require("nagent.review")
 
 -- The options of a command (never nil) and the buffer it acts on: opts.bufnr, else the current one.
 local function target(options)
@@ -392,50 +505,205 @@ local function run(bufnr, command, argument, on_ok, callback)
   end, bufnr)
 end
 
+local function short(path)
+  return vim.fn.fnamemodify(path, ":t")
+end
+
+-- A recipe's outputs as text (the answer when it has no `response`); fileText is the edit, not shown.
+local function outputs_text(outputs)
+  local out = {}
+  for name, value in pairs(type(outputs) == "table" and outputs or {}) do
+    if name ~= "fileText" then
+      local text = type(value) == "string" and value or vim.fn.json_encode(value)
+      local lines = vim.split(text, "\n", { plain = true })
+      if #lines > 30 then
+        lines = vim.list_slice(lines, 1, 30)
+        table.insert(lines, "…")
+      end
+      table.insert(out, "**" .. name .. "**")
+      vim.list_extend(out, lines)
+      table.insert(out, "")
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+-- After an edit, an instruction or a recipe: one line in the message area, the answer in its window, the
+-- conversation buffer reloaded, and a proposal opened for review.
+local function present(bufnr, what, res, snap)
+  local file = short(vim.api.nvim_buf_get_name(bufnr))
+  local pid = res.proposal ~= nil and res.proposal ~= vim.NIL and review.id_of(res.proposal) or nil
+  local status, level
+  if res.applied then
+    local files = type(res.files) == "table" and #res.files or 0
+    status = string.format("applied %s edit(s)%s", tostring(res.edits or 0), files > 1 and (" in " .. files .. " files") or "")
+  elseif pid then
+    status = "awaiting review"
+  else
+    status = "nothing applied: " .. tostring(res.reason or "no change")
+    level = vim.log.levels.WARN
+  end
+  local text = res.response
+  if (text == nil or text == vim.NIL or text == "") and res.outputs then
+    text = outputs_text(res.outputs)
+  end
+  local convo = type(res.conversation) == "table" and res.conversation.path or nil
+  if convo then
+    conversation.remember(convo, vim.api.nvim_buf_get_name(bufnr))
+    conversation.sync(convo, snap)
+  end
+  local auto_review = pid and M.config.review == "auto"
+  local saved = ui.config.answer
+  if auto_review then
+    ui.config.answer = "none" -- the review split shows the answer
+  end
+  ui.show_answer({ title = what .. " · " .. file, status = status, tokens = res.tokens, text = text })
+  ui.config.answer = saved
+  notify(string.format("%s %s: %s · %s", what, file, status, ui.tokens_text(res.tokens)), level)
+  if pid then
+    review.answers[tostring(pid)] = text
+    if auto_review then
+      review.review(pid, { answer = text, bufnr = bufnr, conversation = convo })
+    else
+      notify(string.format("%s %s: a proposal awaits review (:NagentReview)", what, file))
+    end
+  end
+end
+
+local function range_of(bufnr, opts)
+  if opts.range then
+    return opts.range
+  end
+  if opts.line1 and opts.line2 then
+    local last = vim.api.nvim_buf_get_lines(bufnr, opts.line2 - 1, opts.line2, false)[1] or ""
+    return {
+      start = { line = opts.line1 - 1, character = 0 },
+      ["end"] = { line = opts.line2 - 1, character = utf16_len(last) },
+    }
+  end
+end
+
+--- Pick an agent (nagent.agents.list) with vim.ui.select; callback(name) (nil when none was picked).
+function M.pick_agent(callback, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  run(bufnr, "nagent.agents.list", { uri = uri(bufnr) }, function(res)
+    local agents = res.agents or {}
+    if #agents == 0 then
+      return notify("the server lists no agents", vim.log.levels.WARN)
+    end
+    vim.ui.select(agents, {
+      prompt = "nagent: which agent?",
+      format_item = function(a)
+        return string.format("%-12s %s (%s)", tostring(a.name), tostring(a.description or ""), tostring(a.source or ""))
+      end,
+    }, function(choice)
+      if choice then
+        callback(choice.name)
+      end
+    end)
+  end)
+end
+
 --- :NagentEdit — edit the buffer (lines line1..line2 when given) according to request.
+--- options: bufnr, line1/line2 or range, agent (a name), pick_agent (ask for one first).
 function M.edit(request, options, callback)
   local opts, bufnr = target(options)
+  if opts.pick_agent then
+    opts.pick_agent = nil
+    return M.pick_agent(function(name)
+      opts.agent = name
+      M.edit(request, opts, callback)
+    end, bufnr)
+  end
+  if request then -- "agent=NAME request"
+    local name, rest = request:match("^%s*agent=(%S+)%s*(.*)$")
+    if name then
+      opts.agent, request = name, rest
+    end
+  end
   if not request or vim.trim(request) == "" then
-    vim.ui.input({ prompt = "nagent edit: " }, function(input)
+    vim.ui.input({ prompt = opts.agent and ("nagent edit (" .. opts.agent .. "): ") or "nagent edit: " }, function(input)
       if input and vim.trim(input) ~= "" then
         M.edit(input, opts, callback)
       end
     end)
     return
   end
-  local arg = { uri = uri(bufnr), request = request }
-  if opts.line1 and opts.line2 then
-    local last = vim.api.nvim_buf_get_lines(bufnr, opts.line2 - 1, opts.line2, false)[1] or ""
-    arg.range = {
-      start = { line = opts.line1 - 1, character = 0 },
-      ["end"] = { line = opts.line2 - 1, character = utf16_len(last) },
-    }
-  end
-  notify("editing…")
+  local arg = { uri = uri(bufnr), request = request, range = range_of(bufnr, opts), agent = opts.agent }
+  notify("editing " .. short(vim.api.nvim_buf_get_name(bufnr)) .. (opts.agent and (" as " .. opts.agent) or "") .. "…")
+  local snap = conversation.snapshot()
   run(bufnr, "nagent.edit", arg, function(res)
-    local tokens = res.tokens or {}
-    if res.applied then
-      notify(string.format("applied %s edit(s) (%s turn(s), %s in / %s out tokens) %s",
-        tostring(res.edits), tostring(tokens.turns), tostring(tokens.input), tostring(tokens.output),
-        res.response or ""))
-    else
-      notify("nothing applied: " .. tostring(res.reason or "no change") .. " " .. (res.response or ""),
-        vim.log.levels.WARN)
-    end
+    present(bufnr, "edit", res, snap)
   end, callback)
 end
 
---- :NagentConversation — open the file's conversation (Neovim 0.11 lets the server show it).
+--- :NagentRecipe [name] [request] — run a recipe on the buffer (or the range); without a name, pick one.
+function M.recipe(name, request, options, callback)
+  local opts, bufnr = target(options)
+  if not name or name == "" then
+    return run(bufnr, "nagent.recipes.list", { uri = uri(bufnr) }, function(res)
+      local recipes = res.recipes or {}
+      if #recipes == 0 then
+        return notify("no recipes (~/.nagent/recipes/*.yaml or <state root>/recipes/)", vim.log.levels.WARN)
+      end
+      vim.ui.select(recipes, {
+        prompt = "nagent: which recipe?",
+        format_item = function(r)
+          return string.format("%-16s %s (%s)", tostring(r.name), tostring(r.description or ""), tostring(r.source or ""))
+        end,
+      }, function(choice)
+        if choice then
+          M.recipe(choice.name, request, opts, callback)
+        end
+      end)
+    end)
+  end
+  local arg = { uri = uri(bufnr), recipe = name, range = range_of(bufnr, opts) }
+  if request and vim.trim(request) ~= "" then
+    arg.request = request
+  end
+  notify("running recipe " .. name .. " on " .. short(vim.api.nvim_buf_get_name(bufnr)) .. "…")
+  local snap = conversation.snapshot()
+  run(bufnr, "nagent.recipe.run", arg, function(res)
+    present(bufnr, "recipe " .. name, res, snap)
+  end, callback)
+end
+
+--- :NagentReview [id] — review a pending proposal: see lua/nagent/review.lua.
+function M.review(id, options, callback)
+  local opts = options or {}
+  review.review(id, opts, callback)
+end
+
+--- :NagentAnswers — every answer of this session.
+function M.answers()
+  return ui.answers()
+end
+
+--- :NagentConversation — open the file's conversation, at its end (Neovim 0.11 lets the server show it).
 function M.conversation(callback, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if vim.b[bufnr].nagent_conversation then
+    return callback and callback(nil, { path = vim.api.nvim_buf_get_name(bufnr), shown = true })
+  end
+  local file = vim.api.nvim_buf_get_name(bufnr)
   run(bufnr, "nagent.conversation.open", { uri = uri(bufnr) }, function(res)
     if res.path then
-      local shown = res.shown == true
+      conversation.remember(res.path, file)
       local current = vim.api.nvim_buf_get_name(0)
-      if not shown or vim.fn.fnamemodify(current, ":p") ~= vim.fn.fnamemodify(res.path, ":p") then
+      if vim.fn.resolve(vim.fn.fnamemodify(current, ":p")) ~= vim.fn.resolve(vim.fn.fnamemodify(res.path, ":p")) then
         if vim.fn.bufwinnr(res.path) == -1 then
           vim.cmd("split " .. vim.fn.fnameescape(res.path))
+        else
+          vim.cmd(vim.fn.bufwinnr(res.path) .. "wincmd w")
         end
+      end
+      local cbuf = vim.fn.bufnr(res.path)
+      if cbuf ~= -1 then
+        if vim.bo[cbuf].filetype ~= "nagentconv" then
+          vim.bo[cbuf].filetype = "nagentconv"
+        end
+        conversation.setup_buffer(cbuf)
       end
     end
   end, callback)
@@ -444,22 +712,13 @@ end
 function M.clear_conversation(callback, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   run(bufnr, "nagent.conversation.clear", { uri = uri(bufnr) }, function(res)
-    notify("conversation archived to " .. tostring(res.archivedPath))
+    notify("conversation archived to " .. short(tostring(res.archivedPath)))
   end, callback)
 end
 
 -- A scratch buffer in a split; `targets[line]` is a file to open on <CR>.
 local function show_list(name, lines, targets)
-  local buf = vim.fn.bufnr(name)
-  if buf == -1 then
-    buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_name(buf, name)
-  end
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].bufhidden = "hide"
-  vim.bo[buf].filetype = "nagent"
+  local buf = ui.scratch(name, lines, "nagent")
   vim.b[buf].nagent_targets = targets
   vim.keymap.set("n", "<CR>", function()
     local t = (vim.b[buf].nagent_targets or {})[tostring(vim.fn.line("."))]
@@ -469,10 +728,8 @@ local function show_list(name, lines, targets)
     end
   end, { buffer = buf, desc = "nagent: open the file on this line" })
   vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
-  if vim.fn.bufwinnr(buf) == -1 then
-    vim.cmd("botright split")
-    vim.api.nvim_win_set_buf(0, buf)
-  end
+  local win = ui.split(buf, 15)
+  vim.api.nvim_set_current_win(win)
   return buf
 end
 
@@ -553,8 +810,8 @@ function M.split(options, callback)
   local opts, bufnr = target(options)
   run(bufnr, "nagent.split", { uri = uri(bufnr), targetBytes = opts.target_bytes }, function(res)
     vim.b[bufnr].nagent_index_path = res.indexPath
-    notify(string.format("split into %d segment(s) (%s); index %s", #(res.segments or {}),
-      tostring(res.splitType), tostring(res.indexPath)))
+    notify(string.format("split into %d segment(s) (%s); :NagentPatch merges them back", #(res.segments or {}),
+      tostring(res.splitType)))
   end, callback)
 end
 
@@ -582,24 +839,120 @@ function M.summarize(options, callback)
   end, callback)
 end
 
---- :NagentStatus
+--- :NagentStatus — the server's status (and the command that starts it) in the answer window.
 function M.status(callback)
+  local cmd = "cmd: " .. table.concat(M.config.cmd or {}, " ")
+  if M.spawn_error or spawn_problem() then
+    local problem = M.spawn_error or spawn_problem()
+    ui.float({ "nagent-lsp is not running", cmd, problem }, "nagent status")
+    notify("not running · " .. cmd, vim.log.levels.ERROR)
+    local err = { message = problem }
+    M.last["nagent.status"] = { err = err }
+    return callback and callback(err)
+  end
   run(nil, "nagent.status", vim.empty_dict(), function(res)
-    notify(string.format("%s — model %s%s, state %s", tostring(res.version), tostring(res.model),
-      res.modelConfigured and "" or " (not configured)", tostring(res.stateRoot)))
+    local history = type(res.history) == "table" and res.history or {}
+    local lines = {
+      "nagent-lsp " .. tostring(res.version),
+      cmd,
+      "model: " .. tostring(res.model) .. (res.modelConfigured and "" or " (not configured)"),
+      "baseUrl: " .. tostring(res.baseUrl),
+      "state root: " .. tostring(res.stateRoot),
+      "settings from: " .. table.concat(vim.tbl_map(tostring, res.configSources or {}), ", "),
+      "workspace: " .. table.concat(vim.tbl_map(tostring, res.workspaceFolders or {}), ", "),
+    }
+    if history.state then
+      table.insert(lines, "history: " .. tostring(history.state) .. (history.commits and (" · " .. history.commits .. " commits") or ""))
+    end
+    ui.float(lines, "nagent status")
+    notify(string.format("%s · model %s%s · %s", tostring(res.version), tostring(res.model),
+      res.modelConfigured and "" or " (not configured)", cmd))
   end, callback)
+end
+
+-- ---------------------------------------------------------------- code actions (vim.lsp.commands)
+
+-- What vim.lsp.buf.code_action() runs for nagent's actions: the plugin asks for a request and shows results.
+local function buffer_of(argument)
+  local u = type(argument) == "table" and argument.uri
+  if type(u) ~= "string" then
+    return vim.api.nvim_get_current_buf()
+  end
+  local b = vim.uri_to_bufnr(u)
+  vim.fn.bufload(b)
+  return b
+end
+
+function M.register_client_commands()
+  if not vim.lsp.commands then
+    return
+  end
+  local handlers = {
+    ["nagent.edit"] = function(arg, bufnr)
+      M.edit(arg.request, { bufnr = bufnr, range = arg.range, agent = arg.agent })
+    end,
+    ["nagent.instruction.apply"] = function(arg, bufnr)
+      local snap = conversation.snapshot()
+      notify("applying the instruction…")
+      run(bufnr, "nagent.instruction.apply", arg, function(res)
+        present(bufnr, "instruction", res, snap)
+      end)
+    end,
+    ["nagent.history"] = function(_, bufnr)
+      M.history({ bufnr = bufnr })
+    end,
+    ["nagent.split"] = function(arg, bufnr)
+      M.split({ bufnr = bufnr, target_bytes = arg.targetBytes })
+    end,
+    ["nagent.patch"] = function(arg, bufnr)
+      M.patch({ bufnr = bufnr, index_path = arg.indexPath })
+    end,
+    ["nagent.recipe.run"] = function(arg, bufnr)
+      M.recipe(arg.recipe, arg.request, { bufnr = bufnr, range = arg.range })
+    end,
+  }
+  for name, handler in pairs(handlers) do
+    vim.lsp.commands[name] = function(command)
+      local arg = (command.arguments or {})[1] or {}
+      handler(arg, buffer_of(arg))
+    end
+  end
 end
 
 --- Define the :Nagent* user commands (plugin/nagent.lua does this at start-up; setup() too).
 function M.create_commands()
   local command = vim.api.nvim_create_user_command
   command("NagentEdit", function(opts)
-    local range = nil
+    local options = { pick_agent = opts.bang }
     if opts.range and opts.range > 0 then
-      range = { line1 = opts.line1, line2 = opts.line2 }
+      options.line1, options.line2 = opts.line1, opts.line2
     end
-    M.edit(opts.args, range)
-  end, { nargs = "*", range = true, desc = "nagent: edit this buffer (or the range) with a request" })
+    M.edit(opts.args, options)
+  end, { nargs = "*", range = true, bang = true,
+    desc = "nagent: edit this buffer (or the range) with a request; ! or agent=NAME picks an agent" })
+
+  command("NagentRecipe", function(opts)
+    local name, request = opts.args:match("^%s*(%S*)%s*(.*)$")
+    local options = {}
+    if opts.range and opts.range > 0 then
+      options.line1, options.line2 = opts.line1, opts.line2
+    end
+    M.recipe(name, request, options)
+  end, { nargs = "*", range = true, desc = "nagent: run a recipe (pick one without a name)",
+    complete = function()
+      local last = M.last["nagent.recipes.list"]
+      return vim.tbl_map(function(r)
+        return r.name
+      end, last and last.result and last.result.recipes or {})
+    end })
+
+  command("NagentReview", function(opts)
+    M.review(opts.args)
+  end, { nargs = "?", desc = "nagent: review a proposed change hunk by hunk" })
+
+  command("NagentAnswers", function()
+    M.answers()
+  end, { desc = "nagent: every answer of this session" })
 
   command("NagentConversation", function()
     M.conversation()

@@ -1,0 +1,206 @@
+-- Conversation files (.nagent/conversations/*) as filetype `nagentconv`: tags highlighted (syntax/nagentconv.vim),
+-- <initial_context> folded, opened at the end, attached to nagent-lsp so the server reads the unsaved buffer,
+-- reloaded after a run (instead of Neovim's "changed since reading it" warning), and :NagentSend to run the next
+-- request from it.
+
+local M = {}
+
+M.targets = {} -- conversation path -> target file path (learnt from results; else file-index.json)
+
+local function real(path)
+  return vim.fn.resolve(vim.fn.fnamemodify(path, ":p"))
+end
+
+--- Is `path` a conversation file (not the index, not a folder)?
+function M.is_conversation(path)
+  return type(path) == "string" and path:match("/%.nagent/conversations/[^/]+$") ~= nil
+    and not path:match("%.json$") and not path:match("%.tmp$")
+end
+
+--- The line numbers (1-based) of <initial_context> … </initial_context>, if the buffer has them.
+function M.initial_context(bufnr)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  local first
+  for i, l in ipairs(lines) do
+    if not first and l:match("^%s*<initial_context>") then
+      first = i
+    elseif first and l:match("</initial_context>%s*$") then
+      return first, i
+    end
+  end
+end
+
+--- Fold <initial_context> (closed) in every window showing the buffer.
+function M.fold(bufnr)
+  local first, last = M.initial_context(bufnr)
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    vim.api.nvim_win_call(win, function()
+      vim.wo.foldmethod = "manual"
+      vim.wo.foldenable = true
+      vim.cmd("silent! normal! zE")
+      if first and last and last > first then
+        vim.cmd(string.format("silent! %d,%dfold", first, last))
+        vim.cmd(string.format("silent! %dfoldclose", first))
+      end
+    end)
+  end
+end
+
+local function to_end(win)
+  if vim.api.nvim_win_is_valid(win) then
+    local buf = vim.api.nvim_win_get_buf(win)
+    pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(buf), 0 })
+    vim.api.nvim_win_call(win, function()
+      vim.cmd("silent! normal! zb")
+    end)
+  end
+end
+
+--- Set a conversation buffer up (FileType nagentconv): folding, the end in view, sync, :NagentSend.
+function M.setup_buffer(bufnr)
+  if vim.b[bufnr].nagent_conversation then
+    return
+  end
+  vim.b[bufnr].nagent_conversation = true
+  vim.api.nvim_buf_call(bufnr, function()
+    vim.cmd("setlocal autoread") -- unmodified: take the server's appends without asking
+  end)
+  vim.bo[bufnr].swapfile = false
+  local group = vim.api.nvim_create_augroup("nagent_conversation_" .. bufnr, { clear = true })
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      local win = vim.api.nvim_get_current_win()
+      vim.wo[win].wrap = true
+      vim.wo[win].linebreak = true
+      M.fold(bufnr)
+      if not vim.w[win].nagent_seen then -- opened at the end, once per window
+        vim.w[win].nagent_seen = true
+        to_end(win)
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("FileChangedShell", {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      -- the server appended a turn: reload an unmodified buffer; a modified one is left to M.sync
+      vim.v.fcs_choice = vim.bo[bufnr].modified and "" or "reload"
+    end,
+  })
+  vim.api.nvim_buf_create_user_command(bufnr, "NagentSend", function(opts)
+    M.send(opts.args, bufnr)
+  end, { nargs = "*", desc = "nagent: send the next request for this conversation's file" })
+  local nagent = require("nagent")
+  local prefix = nagent.keymap_prefix()
+  if prefix then
+    vim.keymap.set("n", prefix .. "s", function()
+      M.send(nil, bufnr)
+    end, { buffer = bufnr, desc = "nagent: send the next request" })
+  end
+  nagent.attach(bufnr) -- the server reads this buffer, unsaved edits included
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    if not vim.w[win].nagent_seen then
+      vim.w[win].nagent_seen = true
+      vim.api.nvim_win_call(win, function()
+        vim.wo.wrap = true
+        vim.wo.linebreak = true
+      end)
+      M.fold(bufnr)
+      to_end(win)
+    end
+  end
+end
+
+--- Snapshot of the open conversation buffers (bufnr -> changedtick) taken when a run starts.
+function M.snapshot()
+  local snap = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.b[b].nagent_conversation then
+      snap[b] = vim.api.nvim_buf_get_changedtick(b)
+    end
+  end
+  return snap
+end
+
+local function reload(bufnr)
+  local wins = vim.fn.win_findbuf(bufnr)
+  local at_end = {}
+  for _, w in ipairs(wins) do
+    at_end[w] = vim.api.nvim_win_get_cursor(w)[1] >= vim.api.nvim_buf_line_count(bufnr) - 1
+  end
+  vim.api.nvim_buf_call(bufnr, function()
+    vim.cmd("silent! edit!")
+  end)
+  M.fold(bufnr)
+  for _, w in ipairs(wins) do
+    if at_end[w] ~= false then
+      to_end(w)
+    end
+  end
+end
+
+--- After a run that appended to `path`: reload its buffer if the user did not type in it during the run (the
+--- server read the unsaved text at the start, so the file on disk has it plus the new turns).
+function M.sync(path, snapshot)
+  if type(path) ~= "string" or path == "" then
+    return
+  end
+  local want = real(path)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and real(vim.api.nvim_buf_get_name(b)) == want then
+      local tick = snapshot and snapshot[b]
+      if not vim.bo[b].modified or tick == vim.api.nvim_buf_get_changedtick(b) then
+        reload(b)
+      else
+        require("nagent.ui").say("the conversation changed during the run: :e! takes the server's version",
+          vim.log.levels.WARN)
+      end
+    end
+  end
+end
+
+--- Remember which file a conversation belongs to.
+function M.remember(conversation_path, target_path)
+  if type(conversation_path) == "string" and type(target_path) == "string" then
+    M.targets[real(conversation_path)] = target_path
+  end
+end
+
+--- The file a conversation belongs to: from results seen, else the conversations' file-index.json.
+function M.target_of(conversation_path)
+  local key = real(conversation_path)
+  if M.targets[key] then
+    return M.targets[key]
+  end
+  local index = vim.fn.fnamemodify(key, ":h") .. "/file-index.json"
+  if vim.fn.filereadable(index) == 1 then
+    local ok, doc = pcall(vim.fn.json_decode, table.concat(vim.fn.readfile(index), "\n"))
+    local name = vim.fn.fnamemodify(key, ":t")
+    if ok and type(doc) == "table" and type(doc.by_file_id) == "table" then
+      for _, entry in pairs(doc.by_file_id) do
+        if type(entry) == "table" and entry.conversation == name then
+          return entry.path
+        end
+      end
+    end
+  end
+end
+
+--- :NagentSend [request] in a conversation: the next request for its file (prompts when empty). The
+--- conversation's unsaved edits reach the model: the server reads this buffer.
+function M.send(request, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local ui = require("nagent.ui")
+  local target = M.target_of(vim.api.nvim_buf_get_name(bufnr))
+  if not target then
+    return ui.say("no file is known for this conversation (open it with :NagentConversation)", vim.log.levels.WARN)
+  end
+  local tbuf = vim.fn.bufadd(target)
+  vim.fn.bufload(tbuf)
+  vim.bo[tbuf].buflisted = true
+  require("nagent").edit(request, { bufnr = tbuf })
+end
+
+return M

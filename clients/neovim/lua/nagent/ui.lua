@@ -1,0 +1,252 @@
+-- nagent's messages and windows: one-line messages that never cause a "Press ENTER" prompt, the answer
+-- window (a float or a split) and the log of every answer (nagent://answers).
+
+local M = {}
+
+M.config = { answer = "float", notify = nil }
+M.messages = {} -- every message shown, newest last (tests check each fits on one line)
+
+local LEVELS = vim.log.levels
+local HL = { [LEVELS.ERROR] = "ErrorMsg", [LEVELS.WARN] = "WarningMsg" }
+
+-- The room the message area has without scrolling (0.7 and 0.11 have v:echospace; fall back on columns).
+local function room()
+  local ok, space = pcall(function()
+    return vim.v.echospace
+  end)
+  if not ok or type(space) ~= "number" or space <= 0 then
+    space = vim.o.columns - 12
+  end
+  return math.max(space - 1, 20)
+end
+
+--- One line that fits: the first line of `text`, cut with "…" to `width` display cells.
+function M.one_line(text, width)
+  width = width or room()
+  local first, rest = tostring(text):match("^([^\n]*)\n?(.*)$")
+  first = first:gsub("%s+$", "")
+  local more = rest ~= nil and vim.trim(rest) ~= ""
+  if vim.fn.strdisplaywidth(first) <= width and not more then
+    return first
+  end
+  local cut = first
+  while vim.fn.strdisplaywidth(cut) > width - 1 do
+    cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - math.max(1, vim.fn.strdisplaywidth(cut) - width + 1))
+  end
+  return cut .. "…"
+end
+
+--- Show "nagent: MSG" on one line (a longer text is cut; put the full text in a window instead).
+function M.say(msg, level, history)
+  level = level or LEVELS.INFO
+  local text = M.one_line("nagent: " .. tostring(msg))
+  table.insert(M.messages, text)
+  if #M.messages > 200 then
+    table.remove(M.messages, 1)
+  end
+  local custom = M.config.notify
+  vim.schedule(function()
+    if custom then
+      return custom(text, level)
+    end
+    -- nvim_echo (never nvim_err_writeln: inside :command an error message becomes an exception) after a
+    -- redraw, so two messages in one tick do not stack into a "Press ENTER" prompt.
+    pcall(vim.cmd, "redraw")
+    vim.api.nvim_echo({ { text, HL[level] or "None" } }, history ~= false, {})
+  end)
+end
+
+-- ------------------------------------------------------------------ scratch buffers and windows
+
+--- A named scratch buffer (created once, reused); `lines` replace its text.
+function M.scratch(name, lines, filetype)
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+  end
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  if lines then
+    vim.bo[buf].modifiable = true
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].modified = false
+  end
+  if filetype and vim.bo[buf].filetype ~= filetype then
+    vim.bo[buf].filetype = filetype
+  end
+  return buf
+end
+
+--- Show `buf` in a window at the bottom (reusing one that shows it); returns the window.
+function M.split(buf, height)
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd("botright " .. tostring(height or 12) .. "split")
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, buf)
+  end
+  return win
+end
+
+local float_win = nil
+
+function M.close_float()
+  if float_win and vim.api.nvim_win_is_valid(float_win) then
+    pcall(vim.api.nvim_win_close, float_win, true)
+  end
+  float_win = nil
+end
+
+--- The answer float (top right of the editor); closes on `q`/<Esc> inside it, or when the cursor moves or
+--- insert mode starts in another window. Returns the window.
+function M.float(lines, title, filetype)
+  M.close_float()
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = "wipe"
+  if filetype then
+    vim.bo[buf].filetype = filetype
+  end
+  local width = 20
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l))
+  end
+  width = math.min(width, math.max(vim.o.columns - 6, 20), 100)
+  local height = 0
+  for _, l in ipairs(lines) do
+    height = height + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / width))
+  end
+  height = math.max(1, math.min(height, math.floor((vim.o.lines - 4) * 0.6)))
+  local config = {
+    relative = "editor",
+    row = 1,
+    col = math.max(vim.o.columns - width - 3, 0),
+    width = width,
+    height = height,
+    style = "minimal",
+    border = "rounded",
+    focusable = true,
+  }
+  if title and vim.fn.has("nvim-0.9") == 1 then
+    config.title = " " .. title .. " "
+  end
+  local win = vim.api.nvim_open_win(buf, false, config)
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
+  float_win = win
+  for _, key in ipairs({ "q", "<Esc>" }) do
+    vim.keymap.set("n", key, M.close_float, { buffer = buf, nowait = true, desc = "nagent: close" })
+  end
+  -- Registered after this tick: the edit that came with the answer has already moved the cursor.
+  vim.schedule(function()
+    if not vim.api.nvim_win_is_valid(win) then
+      return
+    end
+    local group = vim.api.nvim_create_augroup("nagent_float", { clear = true })
+    vim.api.nvim_create_autocmd({ "CursorMoved", "InsertEnter" }, {
+      group = group,
+      callback = function()
+        if vim.api.nvim_get_current_win() ~= win then
+          M.close_float()
+          pcall(vim.api.nvim_del_augroup_by_id, group)
+        end
+      end,
+    })
+  end)
+  return win
+end
+
+function M.float_win()
+  if float_win and vim.api.nvim_win_is_valid(float_win) then
+    return float_win
+  end
+end
+
+-- ------------------------------------------------------------------ answers
+
+local ANSWERS = "nagent://answers"
+
+local function human(n)
+  if type(n) ~= "number" then
+    return tostring(n or 0)
+  end
+  if n >= 1000 then
+    return string.format("%.1fk", n / 1000)
+  end
+  return tostring(n)
+end
+
+--- "1.2k in / 340 out · 2 turns · cost 0.0042" from a result's `tokens`.
+function M.tokens_text(tokens)
+  tokens = type(tokens) == "table" and tokens or {}
+  local parts = { string.format("%s in / %s out", human(tokens.input), human(tokens.output)) }
+  if type(tokens.turns) == "number" then
+    table.insert(parts, string.format("%d turn%s", tokens.turns, tokens.turns == 1 and "" or "s"))
+  end
+  if type(tokens.cacheRead) == "number" and tokens.cacheRead > 0 then
+    table.insert(parts, "cached " .. human(tokens.cacheRead))
+  end
+  if type(tokens.memory) == "number" and tokens.memory > 0 then
+    table.insert(parts, "memory " .. human(tokens.memory))
+  end
+  if type(tokens.cost) == "number" then
+    table.insert(parts, string.format("cost %.4f", tokens.cost))
+  end
+  return table.concat(parts, " · ")
+end
+
+--- Keep an answer in nagent://answers and show it where config.answer says ("float", "split" or "none").
+--- entry: { title, status, tokens, text }
+function M.show_answer(entry)
+  local body = vim.split(tostring(entry.text or ""), "\n", { plain = true })
+  while #body > 0 and vim.trim(body[#body]) == "" do
+    table.remove(body)
+  end
+  local head = {
+    entry.title or "nagent",
+    (entry.status and (entry.status .. " · ") or "") .. M.tokens_text(entry.tokens),
+  }
+  local shown = vim.list_extend(vim.deepcopy(head), { "" })
+  vim.list_extend(shown, #body > 0 and body or { "(no answer)" })
+  M.last_answer = shown
+  -- the log keeps every answer, newest last
+  local log = M.scratch(ANSWERS, nil, "markdown")
+  local old = vim.api.nvim_buf_get_lines(log, 0, -1, false)
+  if #old == 1 and old[1] == "" then
+    old = {}
+  end
+  local add = { "## " .. head[1] .. "  (" .. os.date("%H:%M:%S") .. ")", "_" .. head[2] .. "_", "" }
+  vim.list_extend(add, body)
+  table.insert(add, "")
+  vim.bo[log].modifiable = true
+  vim.api.nvim_buf_set_lines(log, #old, -1, false, add)
+  vim.bo[log].modifiable = false
+  local where = M.config.answer
+  if where == "split" then
+    local current = vim.api.nvim_get_current_win()
+    local win = M.split(log, 12)
+    pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(log), 0 })
+    if vim.api.nvim_win_is_valid(current) then
+      vim.api.nvim_set_current_win(current)
+    end
+    return win
+  elseif where == "float" then
+    return M.float(shown, "nagent", "markdown")
+  end
+end
+
+--- :NagentAnswers — every answer of this session in a split, newest at the bottom.
+function M.answers()
+  local log = M.scratch(ANSWERS, nil, "markdown")
+  local win = M.split(log, 15)
+  vim.api.nvim_set_current_win(win)
+  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = log, nowait = true })
+  pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(log), 0 })
+  return win
+end
+
+return M

@@ -13,6 +13,7 @@ from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, bui
 from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
+from nagent_lsp.agent.memory import Memory
 from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import ReadRules
@@ -23,7 +24,13 @@ from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.model import ModelCancelled
 from nagent_lsp.core.ports import ChatModel, EditorPort, FileChange, Progress
-from nagent_lsp.llm.models import check_configured, configured_model, model_settings
+from nagent_lsp.llm.models import (
+    check_configured,
+    configured_model,
+    model_settings,
+    optional_summary_model,
+    profile_price,
+)
 from nagent_lsp.operations.agents import applies_nothing, find_agent, policy_of, run_settings
 from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.buffers import confined_file, read_rules, read_source, read_source_async
@@ -184,6 +191,11 @@ async def _run(
         secrets=secrets,
         base_text=base_text,
     )
+    run.tokens.price = profile_price(session.settings, agent.model)  # DESIGN §11: tokens.cost
+    run.tokens.memory_price = profile_price(session.settings, session.settings.summaryModel)
+    memory = Memory(
+        settings.conversation.tokenBudget, lambda: optional_summary_model(session.settings, session.environ)
+    )
     result: dict[str, Any] = {
         "applied": False,
         "response": "",
@@ -192,7 +204,7 @@ async def _run(
         "tokens": run.tokens.as_result(),
     }
     try:
-        outcome = await run_loop(run, convo)
+        outcome = await run_loop(run, convo, memory)
     except (ModelCancelled, asyncio.CancelledError) as exc:
         convo.append(INTERRUPTED)
         port.end_progress(progress, "cancelled")
@@ -202,6 +214,8 @@ async def _run(
     except RunFailed as exc:
         port.end_progress(progress, "failed")
         raise UserError(str(exc)) from None
+    finally:
+        await memory.aclose()
     result["response"] = "\n\n".join(outcome.responses)
     result["tokens"] = run.tokens.as_result()
     pending = run.splits.pending()

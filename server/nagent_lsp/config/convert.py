@@ -122,8 +122,8 @@ def problems(exc: BaseException, path: str = "", kind: Any = None) -> Iterator[t
         for sub in unnamed:
             yield from problems(sub, path, kind)
     elif isinstance(exc, IterableValidationError):  # a list's index or a mapping's key names the element
-        named, unnamed = exc.group_exceptions()
-        for sub, item in named:
+        items, unnamed = exc.group_exceptions()
+        for sub, item in items:
             yield from problems(sub, f"{path}{item.index}.", item.type)
         for sub in unnamed:
             yield from problems(sub, path, kind)

@@ -501,6 +501,309 @@ test("message_request can answer the shell question", function()
   os.remove(marker)
 end)
 
+
+-- ------------------------------------------------------------------ wave 2: answers, conversation, review, recipes
+
+local ui = require("nagent.ui")
+
+local function float_text()
+  for _, w in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(w).relative ~= "" then
+      return table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), "\n"), w
+    end
+  end
+end
+
+local function wait_reply(command, timeout)
+  if not vim.wait(timeout or 60000, function()
+    return nagent.last[command] ~= nil
+  end, 20) then
+    error("no reply to " .. command)
+  end
+  local last = nagent.last[command]
+  if last.err then
+    error(command .. " failed: " .. vim.inspect(last.err))
+  end
+  return last.result
+end
+
+local function all_messages_fit(width)
+  for _, m in ipairs(ui.messages) do
+    assert(not m:find("\n"), "a message of several lines: " .. vim.inspect(m))
+    assert(vim.fn.strdisplaywidth(m) < width, "a message wider than " .. width .. " columns: " .. vim.inspect(m))
+  end
+end
+
+local function messages_matching(pattern)
+  return vim.tbl_filter(function(m)
+    return m:find(pattern) ~= nil
+  end, ui.messages)
+end
+
+local LONG_ANSWER = "Added a retries parameter.\nLine two of the answer.\nLine three explains why.\n" ..
+  "Line four.\nLine five.\nLine six.\nLine seven is the last one."
+
+file_test("the answer is shown in a float with tokens; messages fit 100 columns", {
+  replies = edit_replies({ A_EDITED, LONG_ANSWER }),
+}, { "nagent.edit" }, function(ctx)
+  vim.o.columns = 100
+  ui.messages = {}
+  run("NagentEdit add a retries parameter to fetch, and explain at length why this is a good idea", "nagent.edit")
+  local text = float_text()
+  assert(text, "no answer float")
+  assert_match(text, "Line seven is the last one", "float")
+  assert_match(text, "Added a retries parameter", "float")
+  assert_match(text, "%d[%d.k]* in / %d+ out", "tokens in the float")
+  assert_match(text, "applied 1 edit", "status in the float")
+  assert_match(buf_lines_named("nagent://answers"), "Line seven is the last one", "answers log")
+  run("NagentStatus", "nagent.status")
+  assert_match(float_text() or "", "cmd: " .. vim.pesc(server_cmd[1]), "status float names cmd")
+  assert(#ui.messages >= 2, "messages: " .. vim.inspect(ui.messages))
+  all_messages_fit(100)
+  assert(vim.fn.maparg("<leader>ne", "n") ~= "", "<leader>ne is mapped")
+  assert(vim.fn.maparg("<leader>nr", "n") ~= "", "<leader>nr is mapped")
+end)
+
+file_test("the answer can go to a split instead", {
+  replies = edit_replies({ A_EDITED, "Split answer text." }),
+  setup = { answer = "split" },
+}, { "nagent.edit" }, function(ctx)
+  run("NagentEdit add retries", "nagent.edit")
+  local log = vim.fn.bufnr("nagent://answers")
+  assert(vim.fn.bufwinid(log) ~= -1, "nagent://answers is not in a window")
+  assert_match(buf_lines_named("nagent://answers"), "Split answer text", "answers split")
+  assert_eq(vim.api.nvim_get_current_buf(), ctx.bufnr, "the cursor stays in the edited buffer")
+end)
+
+test("a missing server is reported once and :NagentStatus names cmd", function()
+  local dir = vim.fn.resolve(vim.fn.tempname() .. "-nosrv")
+  vim.fn.mkdir(dir, "p")
+  write(dir .. "/x.py", "x = 1\n")
+  write(dir .. "/y.py", "y = 2\n")
+  ui.messages = {}
+  vim.o.columns = 100
+  nagent.setup({ cmd = { dir .. "/no-such-nagent-lsp" } })
+  vim.cmd("edit " .. dir .. "/x.py")
+  vim.cmd("edit " .. dir .. "/y.py")
+  nagent.last["nagent.status"] = nil
+  vim.cmd("NagentStatus")
+  vim.wait(500)
+  local status = nagent.last["nagent.status"]
+  vim.cmd("silent! %bwipeout!")
+  vim.fn.delete(dir, "rf")
+  assert(status and status.err, "status did not fail: " .. vim.inspect(status))
+  assert_match(status.err.message, vim.pesc(dir .. "/no-such-nagent-lsp"), "status error names cmd")
+  assert_eq(#messages_matching("cannot start nagent%-lsp"), 1, "spawn error said once: " .. vim.inspect(ui.messages))
+  assert_match(table.concat(messages_matching("not running"), "\n"), "cmd: ", "status message names cmd")
+  all_messages_fit(100)
+end)
+
+file_test("the editor stays responsive while the model works", {
+  replies = function(target)
+    return {
+      { delay = 3, text = string.format('<nagent-write path="%s">%s</nagent-write>', target, A_EDITED) },
+      response_reply("slow but done"),
+    }
+  end,
+}, { "nagent.edit" }, function(ctx)
+  nagent.last["nagent.edit"] = nil
+  local t0 = vim.loop.hrtime()
+  vim.cmd("NagentEdit add retries")
+  local returned = (vim.loop.hrtime() - t0) / 1e6
+  assert(returned < 1000, string.format(":NagentEdit blocked for %d ms", returned))
+  local fired, pressed = false, false
+  vim.fn.timer_start(100, function()
+    fired = true
+  end)
+  assert(vim.wait(2500, function()
+    return fired
+  end, 10), "a timer did not fire during the edit")
+  vim.keymap.set("n", "<F5>", function()
+    pressed = true
+  end)
+  local scratch = vim.api.nvim_create_buf(true, true)
+  vim.api.nvim_set_current_buf(scratch)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<F5>ityped while waiting<Esc>", true, false, true), "x", false)
+  assert_eq(pressed, true, "a key was processed during the edit")
+  assert_eq(vim.api.nvim_buf_get_lines(scratch, 0, 1, false)[1], "typed while waiting", "typing during the edit")
+  assert_eq(nagent.last["nagent.edit"], nil, "the edit was still running")
+  assert(nagent.statusline() ~= "", "the statusline shows the running edit")
+  local res = wait_reply("nagent.edit")
+  assert_eq(res.applied, true, "applied")
+  assert_eq(buffer_text(ctx.bufnr), A_EDITED, "buffer")
+end)
+
+file_test("the conversation opens at its end as nagentconv; an unsaved edit reaches the next request", {
+  replies = edit_replies({ A_EDITED, "first done" }, { A_EDITED_TWICE, "second done" }),
+}, { "nagent.edit", "nagent.conversation.open" }, function(ctx)
+  run("NagentEdit add a retries parameter", "nagent.edit")
+  local opened = run("NagentConversation", "nagent.conversation.open")
+  local conv = vim.fn.bufnr(opened.path)
+  assert(conv ~= -1, "no conversation buffer")
+  assert(vim.wait(3000, function()
+    return vim.fn.bufwinid(conv) ~= -1 and vim.bo[conv].filetype == "nagentconv"
+  end, 20), "conversation not shown as nagentconv: " .. vim.bo[conv].filetype)
+  local win = vim.fn.bufwinid(conv)
+  local count = vim.api.nvim_buf_line_count(conv)
+  assert_eq(vim.api.nvim_win_get_cursor(win)[1], count, "cursor on the last line")
+  local first = require("nagent.conversation").initial_context(conv)
+  assert(first, "no <initial_context> in the conversation")
+  assert(vim.api.nvim_win_call(win, function()
+    return vim.fn.foldclosed(first)
+  end) ~= -1, "<initial_context> is not folded")
+  vim.cmd("syntax on")
+  assert(vim.wait(2000, function()
+    return vim.b[conv].current_syntax == "nagentconv"
+  end, 20), "no nagentconv syntax")
+  -- an unsaved note in the conversation, then the next request sent from the conversation itself
+  local lines = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+  local at
+  for i, l in ipairs(lines) do
+    if l:find("</user%-prompt>") then
+      at = i
+    end
+  end
+  assert(at, "no </user-prompt> in " .. table.concat(lines, "\n"))
+  vim.api.nvim_buf_set_lines(conv, at - 1, at - 1, false, { "NOTE-UNSAVED: prefer keyword arguments." })
+  assert_eq(vim.bo[conv].modified, true, "the note is unsaved")
+  vim.api.nvim_set_current_win(win)
+  nagent.last["nagent.edit"] = nil
+  vim.cmd("NagentSend document size")
+  local res = wait_reply("nagent.edit")
+  assert_eq(res.applied, true, "second edit applied")
+  local reqs = fake_requests(ctx.fake)
+  assert_match(vim.fn.json_encode(reqs[#reqs].messages), "NOTE%-UNSAVED: prefer keyword arguments", "the note reached the model")
+  assert_match(vim.fn.json_encode(reqs[#reqs].messages), "document size", "the request")
+  assert_eq(buffer_text(ctx.bufnr), A_EDITED_TWICE, "the file's buffer")
+  assert(vim.wait(3000, function()
+    return not vim.bo[conv].modified and buf_lines_named(opened.path):find("second done") ~= nil
+  end, 20), "conversation not reloaded after the run")
+  local text = buf_lines_named(opened.path)
+  assert_match(text, "NOTE%-UNSAVED", "the note is kept")
+  assert_eq(vim.api.nvim_win_get_cursor(vim.fn.bufwinid(conv))[1], vim.api.nvim_buf_line_count(conv), "still at the end")
+end)
+
+local B_TEXT = "from a import fetch, size\n\nprint(fetch('x'), size([]))\n"
+local B_EDITED = "from a import fetch, size\n\nprint(fetch('x', retries=3), size([]))\n"
+
+file_test("review: a two-file proposal, one hunk accepted and one rejected", {
+  settings = { confirmEdits = true },
+  replies = function(target)
+    local b = vim.fn.fnamemodify(target, ":h") .. "/b.py"
+    return {
+      { text = string.format('<nagent-write path="%s">%s</nagent-write>\n<nagent-write path="%s">%s</nagent-write>',
+        target, A_EDITED, b, B_EDITED) },
+      response_reply("Retries in fetch and its caller."),
+    }
+  end,
+}, { "nagent.edit", "nagent.review.show", "nagent.review.apply" }, function(ctx)
+  local res = run("NagentEdit add retries and pass them from the caller", "nagent.edit")
+  assert_eq(res.applied, false, "not applied before review")
+  assert(type(res.proposal) == "table" and res.proposal.id, "no proposal: " .. vim.inspect(res))
+  wait_reply("nagent.review.show")
+  local review_buf = vim.fn.bufnr("nagent://review/" .. res.proposal.id)
+  assert(review_buf ~= -1 and vim.api.nvim_get_current_buf() == review_buf, "the review split is not current")
+  local text = buf_lines_named("nagent://review/" .. res.proposal.id)
+  assert_match(text, "Retries in fetch and its caller", "the answer beside the diff")
+  assert_match(text, "%+def fetch%(url, retries=3%):", "a.py's hunk")
+  assert_match(text, "%+print%(fetch%('x', retries=3%), size%(%[%]%)%)", "b.py's hunk")
+  local state = require("nagent.review").state(review_buf)
+  assert_eq(#state.hunks, 2, "hunks")
+  local order = {}
+  for _, h in ipairs(state.hunks) do
+    table.insert(order, vim.fn.fnamemodify(h.path, ":t"))
+  end
+  -- accept a.py's hunk, reject b.py's, with the mappings
+  for _, h in ipairs(state.hunks) do
+    vim.api.nvim_win_set_cursor(0, { h.header, 0 })
+    nagent.last["nagent.review.apply"] = nil
+    vim.cmd(vim.fn.fnamemodify(h.path, ":t") == "a.py" and "normal a" or "normal r")
+  end
+  local applied = wait_reply("nagent.review.apply")
+  assert_eq(#applied.rejected, 1, "rejected: " .. vim.inspect(applied))
+  assert_eq(buffer_text(ctx.bufnr), A_EDITED, "a.py's buffer has the accepted hunk (order " .. table.concat(order, ",") .. ")")
+  assert_eq(read(ctx.repo .. "/b.py"), B_TEXT, "b.py unchanged")
+  local b = vim.fn.bufnr(ctx.repo .. "/b.py")
+  if b ~= -1 and vim.api.nvim_buf_is_loaded(b) then
+    assert_eq(buffer_text(b), B_TEXT, "b.py's buffer unchanged")
+  end
+  local convo = read(res.conversation.path)
+  assert_match(convo, "<nagent%-review%-result", "the review is in the conversation")
+  assert_match(convo, "retries=3%), size", "the rejected text is in the conversation")
+  assert_eq(vim.fn.bufnr("nagent://review/" .. res.proposal.id), -1, "the review buffer is closed")
+end)
+
+file_test("a recipe runs from :NagentRecipe (picked from the list)", {
+  replies = function()
+    return { { text = "- it changed to count items correctly" } }
+  end,
+}, { "nagent.recipe.run", "nagent.recipes.list" }, function(ctx)
+  write(ctx.repo .. "/.nagent/recipes/why.json", vim.fn.json_encode({
+    description = "Why this file changed",
+    steps = { {
+      step = "why", inputs = { "file", "fileHistory" }, outputs = { summary = "string" },
+      systemPrompt = "Why did {{file}} change?\n{{fileHistory}}",
+    } },
+  }))
+  local saved = vim.ui.select
+  local offered
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(function(i)
+      return opts.format_item(i)
+    end, items)
+    for _, item in ipairs(items) do
+      if item.name == "why" then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
+  end
+  local ok, err = pcall(function()
+    nagent.last["nagent.recipe.run"] = nil
+    vim.cmd("NagentRecipe")
+    local res = wait_reply("nagent.recipe.run")
+    assert_match(res.outputs.summary, "count items correctly", "output")
+  end)
+  vim.ui.select = saved
+  assert(ok, err)
+  assert_match(table.concat(offered or {}, "\n"), "why", "recipes offered")
+  assert_match(float_text() or "", "count items correctly", "the recipe's output in the answer float")
+end)
+
+file_test("an agent edit: :NagentEdit! picks the agent, agent= names it", {
+  replies = function()
+    return { response_reply("Plan: 1. add retries."), response_reply("Plan again.") }
+  end,
+}, { "nagent.edit", "nagent.agents.list" }, function(ctx)
+  local saved = vim.ui.select
+  local names
+  vim.ui.select = function(items, _, on_choice)
+    names = vim.tbl_map(function(i)
+      return i.name
+    end, items)
+    for _, item in ipairs(items) do
+      if item.name == "plan" then
+        return on_choice(item)
+      end
+    end
+  end
+  local ok, err = pcall(function()
+    local res = run("NagentEdit! add retries", "nagent.edit")
+    assert_eq(res.applied, false, "plan applies nothing")
+    assert_match(res.response, "Plan: 1%. add retries", "response")
+  end)
+  vim.ui.select = saved
+  assert(ok, err)
+  assert(vim.tbl_contains(names or {}, "plan") and vim.tbl_contains(names, "edit"), vim.inspect(names))
+  local reqs = fake_requests(ctx.fake)
+  assert_match(vim.fn.json_encode(reqs[1].messages), "You are planning", "the plan agent's instructions")
+  local res = run("NagentEdit agent=plan add retries again", "nagent.edit")
+  assert_match(res.response, "Plan again", "agent= response")
+  reqs = fake_requests(ctx.fake)
+  assert_match(vim.fn.json_encode(reqs[#reqs].messages), "You are planning", "agent= reached the server")
+  assert(not vim.fn.json_encode(reqs[#reqs].messages):find("agent=plan"), "agent= stays out of the request")
+end)
+
 -- ------------------------------------------------------------------ runner
 
 local filter = os.getenv("NAGENT_TEST_FILTER")

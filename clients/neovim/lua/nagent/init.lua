@@ -257,6 +257,9 @@ local function client_config(root)
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     init_options = empty_dict_if_empty(vim.deepcopy(settings)),
+    -- Changes go to the server at once: a command right after typing in the conversation (or the file) must
+    -- see the typed text, and Neovim flushes only the command's own buffer before a request.
+    flags = { debounce_text_changes = 0 },
     settings = { nagent = empty_dict_if_empty(vim.deepcopy(settings)) },
     handlers = {
       -- 0.7's own handler prints the edit's label: a second message line, so a "Press ENTER" prompt

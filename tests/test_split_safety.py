@@ -65,6 +65,7 @@ async def test_the_models_reads_of_special_files_are_errors_not_hangs(workspace,
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "read the pipes"})
     assert result["response"] == "none of them"
     convo = Path(result["conversation"]["path"]).read_text(encoding="utf-8")
+    convo = convo.split("</initial_context>", 1)[-1]  # the results, not the rules (which name the refusals too)
     assert convo.count("FIFO (named pipe), not a regular file") == 2
     assert convo.count("outside the workspace") == 3  # /dev/zero, /dev/stdin (a pipe in /proc), /proc/self/environ
 

@@ -116,7 +116,7 @@ class Session:
 async def test_the_loop_stops_at_once_on_an_error_that_cannot_pass() -> None:
     session, convo = Session([ModelError("HTTP 401: rejected the API key", retryable=False)]), Convo()
     with pytest.raises(loop.RunFailed) as info:
-        await loop._accepted_reply(session, convo, 1)  # type: ignore[arg-type]
+        await loop._accepted_reply(session, convo, 1, None, loop._Telemetry())  # type: ignore[arg-type]
     assert session.calls == 1
     assert "HTTP 401" in str(info.value) and "nothing was applied" in str(info.value)
     assert any("HTTP 401" in block for block in convo.blocks)
@@ -125,13 +125,13 @@ async def test_the_loop_stops_at_once_on_an_error_that_cannot_pass() -> None:
 async def test_the_loop_tries_again_when_the_error_may_pass() -> None:
     errors = [ModelError("flaky", retryable=True), ModelError("flaky", retryable=True)]
     session, convo = Session(errors), Convo()
-    text_, _parsed, _finish = await loop._accepted_reply(session, convo, 1)  # type: ignore[arg-type]
+    text_, _parsed, _finish = await loop._accepted_reply(session, convo, 1, None, loop._Telemetry())  # type: ignore[arg-type]
     assert session.calls == 3 and "ok" in text_
 
 
 async def test_a_retry_wait_shows_in_the_runs_progress() -> None:
     session = Session([])
-    await loop._accepted_reply(session, Convo(), 4)  # type: ignore[arg-type]
+    await loop._accepted_reply(session, Convo(), 4, None, loop._Telemetry())  # type: ignore[arg-type]
     assert session.reports == [
         "turn 4 · the model server asked to wait (Retry-After): retrying in 30 s (cancel to stop)"
     ]

@@ -81,6 +81,7 @@ async def test_history_and_coedits_commands(profile: str, repo, editors, tmp_pat
         uri = (root / "src" / "app.py").resolve().as_uri()
         result = await editor.command("nagent.history", {"uri": uri})
         assert [c["hash"] for c in result["commits"]] == [h[4], h[3], h[2], h[1], h[0]]  # across the rename
+        assert [c["path"] for c in result["commits"]] == ["src/app.py"] * 3 + ["app.py"] * 2  # its name in each
         assert result["file"] == "src/app.py"
         assert result["authors"] == [
             {"name": "Ann Lee", "email": "ann@example.com", "commits": 3},

@@ -97,6 +97,7 @@ def _commit_dict(view: HistoryView, c: CommitRef) -> dict[str, Any]:
         "author": c.author,
         "email": c.email,
         "subject": c.subject,
+        "path": c.path,  # the file's name in this commit (older commits may predate a rename)
     }
     summary = view.summary(c)
     if summary:

@@ -54,7 +54,8 @@ def offers(
             found.append(Offer(title, "quickfix", "nagent.instruction.apply", argument, preferred=True))
             break
     if start != end:
-        # The client supplies `request` (it must ask the user for it): plugins do, others skip this action.
+        # The client supplies `request` (it must ask the user for it): only clients that say they can get this
+        # action (lsp/features/codeaction_show.py).
         selection = {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
         edit = {"uri": uri, "range": selection}
         found.append(Offer("nagent: edit selection", "refactor.rewrite", "nagent.edit", edit))

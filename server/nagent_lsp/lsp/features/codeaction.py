@@ -9,6 +9,7 @@ from lsprotocol import types
 
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.lsp.commands import register_command
+from nagent_lsp.lsp.features import codeaction_show
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import InstructionArgs
@@ -27,6 +28,7 @@ def register(server: NagentServer) -> None:
         return await apply_instruction(ls.session, LspPort(ls), args)
 
     register_command(server, "nagent.instruction.apply", InstructionArgs, run)
+    codeaction_show.register(server)  # nagent.codeAction.run: results shown to clients without a plugin
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS))
     async def code_actions(ls: NagentServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -42,6 +44,7 @@ def register(server: NagentServer) -> None:
         start, end = (rng.start.line, rng.start.character), (rng.end.line, rng.end.character)
         # The offers stat files and load split indexes: a worker thread keeps that off the event loop.
         found = await asyncio.to_thread(offers, ls.session, uri, path, lines, start, end)
+        found = codeaction_show.adapt_offers(ls.client_capabilities, found)  # what a client without a plugin gets
         return [
             types.CodeAction(
                 title=offer.title,

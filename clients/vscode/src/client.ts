@@ -16,7 +16,7 @@ import { NotificationProgress } from './progress';
 import { errorMessage, isEmptyTokens, ServerState, statusBarView } from './pure/format';
 import { executeParams, ServerCommands, StatusResult, Tokens } from './pure/protocol';
 import { describeLaunch, findOnPath, resolveServer, ServerLaunch } from './pure/serverCommand';
-import { explicitServerSettings, SECTION, sectionValue } from './pure/settings';
+import { clearedKeys, explicitServerSettings, SECTION, sectionValue } from './pure/settings';
 import { activeInterpreter, onInterpreterChange, probeModule } from './python';
 
 export class ServerNotFound extends Error {}
@@ -42,6 +42,8 @@ export class NagentClient implements vscode.Disposable {
   launch: ServerLaunch | undefined;
   status: StatusResult | undefined;
   lastTokens: Tokens | undefined;
+  /** The settings sent as initializationOptions to the running server. */
+  private initSettings: Record<string, unknown> = {};
   private state: ServerState = 'stopped';
   /** Runs in flight (label per run), shown in the status bar. */
   private readonly work = new Map<number, string>();
@@ -205,7 +207,10 @@ export class NagentClient implements vscode.Disposable {
       outputChannel: this.log,
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: () => serverSettings(),
+      initializationOptions: () => {
+        this.initSettings = serverSettings();
+        return this.initSettings;
+      },
       middleware: this.middleware(),
       connectionOptions: { maxRestartCount: 3 },
       markdown: { isTrusted: false, supportHtml: false },
@@ -291,9 +296,16 @@ export class NagentClient implements vscode.Disposable {
 
   /** Push changed settings (the server then pulls workspace/configuration again). */
   async sendSettings(): Promise<void> {
+    if (this.starting) await this.starting.catch(() => undefined); // a restart in progress: tell the new server
     if (!this.running || !this.client) return;
     const settings = serverSettings();
     this.log.info(`settings changed: ${JSON.stringify(settings)}`);
+    const cleared = clearedKeys(this.initSettings, settings);
+    if (cleared.length > 0) {
+      this.log.info(`settings cleared (${cleared.join(', ')}): restarting nagent-lsp so that they fall back`);
+      await this.restart();
+      return;
+    }
     await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } });
     void this.refreshStatus();
   }

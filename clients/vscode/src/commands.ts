@@ -79,6 +79,9 @@ export class CommandHandlers {
       request: (command, arg) => this.nc.request(command, arg),
       withConversationSync: (fn) => this.conversations.withSync(fn),
       showAnswer: (kind, file, request, response, outcome) => this.showAnswer({ kind, file, request, response, outcome, time: new Date() }),
+      revealAnswers: async () => {
+        if (this.answers.length) await this.showAnswers(true);
+      },
       notify: (level, message) => this.notify({ level, message }),
       report: (event, ok, result, extra) => this.report(event, ok, result, undefined, false, extra),
       log: nc.log,
@@ -328,7 +331,7 @@ export class CommandHandlers {
   }
 
   async reviewProposals(id?: unknown, fileIndex?: unknown): Promise<unknown> {
-    const target = typeof id === 'string' ? id : await this.review.pick();
+    const target = typeof id === 'string' ? id : await this.review.pick(true);
     if (!target) throw new Dismissed();
     const proposal = await this.review.open(target, undefined, typeof fileIndex === 'number' ? fileIndex : undefined);
     return { id: proposal.id, files: proposal.files.map((f) => f.uri) };
@@ -397,7 +400,7 @@ export class CommandHandlers {
     const result = await this.nc.request<HistoryResult>(ServerCommands.history, { uri: ed.document.uri.toString() });
     const name = path.basename(ed.document.fileName);
     const md = result.markdown || `No git history for ${name}.`;
-    await this.panels.show(`history:${ed.document.uri.toString()}`, `History — ${name}`, md, false);
+    await this.panels.show(`history:${ed.document.uri.toString()}`, `History — ${name}`, md, true);
     return result;
   }
 
@@ -519,7 +522,7 @@ export class CommandHandlers {
     const result = await this.nc.request<SummarizeResult>(ServerCommands.summarize, { uri: ed.document.uri.toString() });
     const name = path.basename(ed.document.fileName);
     const md = `# Summary of ${name}\n\n${result.summary}\n\n---\n_mode: ${result.mode}${result.cached ? ', cached' : ''}_\n`;
-    await this.panels.show(`summary:${ed.document.uri.toString()}`, `Summary — ${name}`, md, false);
+    await this.panels.show(`summary:${ed.document.uri.toString()}`, `Summary — ${name}`, md, true);
     return result;
   }
 

@@ -50,17 +50,13 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
   ctx.subscriptions.push(client);
   handlers = new CommandHandlers(ctx, client, views, reporter);
   ctx.subscriptions.push(...handlers.register());
-  if (reporter.enabled) {
-    // test hook only: lets the end-to-end test open the install help without a missing server
-    const h = handlers;
-    ctx.subscriptions.push(
-      vscode.commands.registerCommand('nagent.vscode.test.installHelp', async () => {
-        await showInstallHelp(ctx);
-        h.report('installHelp', true, { readme: readmeUri(ctx).toString() });
-      }),
-      vscode.commands.registerCommand('nagent.vscode.test.snapshot', async () => h.report('snapshot', true)),
-    );
-  }
+  const h = handlers;
+  ctx.subscriptions.push(
+    vscode.commands.registerCommand(Commands.installHelp, async () => {
+      await showInstallHelp(ctx);
+      h.report(Commands.installHelp, true, { readme: readmeUri(ctx).toString() });
+    }),
+  );
 
   ctx.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {

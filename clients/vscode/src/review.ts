@@ -21,6 +21,8 @@ export interface ReviewHost {
   /** Called before and after the server changes files and conversations. */
   withConversationSync<T>(fn: () => Promise<T>): Promise<T>;
   showAnswer(kind: string, file: string, request: string | undefined, response: string, outcome?: string): Promise<void>;
+  /** Show the Answers panel again (beside the diff), without adding an answer. */
+  revealAnswers(): Promise<void>;
   notify(level: 'info' | 'warning', message: string): void;
   report(event: string, ok: boolean, result?: unknown, extra?: Record<string, unknown>): void;
   log: vscode.LogOutputChannel;
@@ -92,7 +94,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       new vscode.CodeLens(top, { title: '$(check-all) Accept All', command: Commands.acceptAll, arguments: [id] }),
       new vscode.CodeLens(top, { title: '$(close-all) Reject All', command: Commands.rejectAll, arguments: [id] }),
       new vscode.CodeLens(top, {
-        title: `nagent proposal · file ${index + 1} of ${st.proposal.files.length} · ${total - left} of ${total} change${total === 1 ? '' : 's'} decided`,
+        title: `nagent · file ${index + 1}/${st.proposal.files.length} · ${total - left}/${total} decided`,
         command: '',
       }),
     );
@@ -127,6 +129,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
   /** Load a proposal from the server and show its first undecided file in the diff editor. */
   async open(id: string, response?: string, fileIndex?: number): Promise<Proposal> {
     let st = this.reviews.get(id);
+    const reopened = st !== undefined;
     if (!st) {
       const proposal = await this.host.request<Proposal>(ServerCommands.reviewShow, { id });
       st = { proposal, decisions: new Map(), response: response ?? proposal.response, current: 0, submitting: false };
@@ -139,6 +142,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
     }
     const index = fileIndex ?? Math.max(0, nextUndecidedFile(st.proposal, st.decisions));
     await this.showFile(st, index);
+    if (reopened && fileIndex === undefined) await this.host.revealAnswers();
     this.host.report('review:opened', true, { id, files: st.proposal.files.map((f) => ({ uri: f.uri, hunks: f.hunks.map((h) => h.id) })) });
     return st.proposal;
   }
@@ -207,7 +211,12 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       this.host.notify(conflicts ? 'warning' : 'info', `nagent review: ${outcome}.`);
       const first = st.proposal.files[0];
       await this.host.showAnswer('Review', first ? first.path || first.uri : '', st.proposal.request, st.response ?? '', outcome);
-      this.host.report('review:applied', true, { id, accept, result });
+      const buffers: Record<string, string> = {};
+      for (const f of st.proposal.files) {
+        const d = api.textDocuments().find((x) => x.uri.scheme === 'file' && x.uri.fsPath === vscode.Uri.parse(f.uri).fsPath);
+        if (d) buffers[d.uri.fsPath] = d.getText();
+      }
+      this.host.report('review:applied', true, { id, accept, result, buffers });
       return result;
     } catch (e) {
       st.submitting = false;
@@ -232,11 +241,16 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
     await api.commands.setContext(REVIEW_CONTEXT_KEY, this.reviews.size > 0);
   }
 
-  /** The proposal the user means: the active diff's, the only one loaded, else a pick from the server's list. */
-  async pick(): Promise<string | undefined> {
-    const active = api.activeEditor()?.document.uri;
-    if (active?.scheme === PROPOSAL_SCHEME) return parseProposalUri(active).id;
-    if (this.reviews.size === 1) return [...this.reviews.keys()][0];
+  /**
+   * The proposal the user means: with `fromList` a pick from the server's pending proposals
+   * (nagent.review.list); else the active diff's, the only one loaded, or that pick.
+   */
+  async pick(fromList = false): Promise<string | undefined> {
+    if (!fromList) {
+      const active = api.activeEditor()?.document.uri;
+      if (active?.scheme === PROPOSAL_SCHEME) return parseProposalUri(active).id;
+      if (this.reviews.size === 1) return [...this.reviews.keys()][0];
+    }
     const list = await this.host.request<ReviewListResult>(ServerCommands.reviewList, {});
     const proposals = list.proposals ?? [];
     if (proposals.length === 0) {

@@ -25,4 +25,5 @@ export const Commands = {
   showStatus: 'nagent.vscode.showStatus',
   restart: 'nagent.vscode.restart',
   showLog: 'nagent.vscode.showLog',
+  installHelp: 'nagent.vscode.installHelp',
 } as const;

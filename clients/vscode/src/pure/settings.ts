@@ -114,3 +114,23 @@ export function sectionValue(settings: Record<string, unknown>, section: string)
 
 /** True when a configuration change touches how the server is started (needs a restart). */
 export const SERVER_LAUNCH_SECTION = `${SECTION}.server`;
+
+/** Dotted keys of a nested settings object (`{"history": {"maxCommits": 5}}` → `["history.maxCommits"]`). */
+export function flatKeys(settings: Record<string, unknown>, prefix = ''): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(settings)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (v && typeof v === 'object' && !Array.isArray(v) && k !== 'models') out.push(...flatKeys(v as Record<string, unknown>, key));
+    else out.push(key);
+  }
+  return out;
+}
+
+/**
+ * Keys sent in `initializationOptions` that are no longer set. The server keeps that layer until it
+ * restarts, so clearing such a setting (e.g. `nagent.baseUrl` emptied in the Settings UI) needs a restart.
+ */
+export function clearedKeys(sentAtStart: Record<string, unknown>, now: Record<string, unknown>): string[] {
+  const current = new Set(flatKeys(now));
+  return flatKeys(sentAtStart).filter((k) => !current.has(k));
+}

@@ -112,6 +112,8 @@ const ctx = {
   report: '',
   record: '',
   baseUrl: '',
+  control: '',
+  conversation: '',
   /** @type {string[]} */ serverCommands: [],
   hoverProvider: false,
   /** @type {import('playwright-core').Page | undefined} */ page: undefined,
@@ -124,7 +126,21 @@ const APP_V2 = 'def greet(name):\n    if not name:\n        name = "world"\n    
 const APP_V3 = '"""Greetings."""\n\n\ndef greet(name):\n    """Say hello."""\n    if not name:\n        name = "world"\n    return "Hello, " + name\n\n\nprint(greet("e2e"))\n';
 // What the scripted model writes: the whole file with greet renamed.
 const APP_NEW = '"""Greetings."""\n\n\ndef welcome(name):\n    """Say hello."""\n    if not name:\n        name = "world"\n    return f"Hello, {name}"\n\n\nprint(welcome("e2e"))\n';
-const APP_CONFIRMED = APP_NEW.replace('print(welcome("e2e"))', 'print(welcome("confirmed"))');
+const REVIEW_A = 'def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n';
+const REVIEW_A_NEW = 'def area(w, h):\n    """Area of a w x h rectangle."""\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n';
+const REVIEW_B = 'UNITS = "cm"\n\n\ndef label(x):\n    return f"{x} {UNITS}"\n';
+const REVIEW_B_NEW = 'UNITS = "mm"\n\n\ndef label(x):\n    return f"{x} {UNITS}"\n';
+const RECIPE = {
+  description: 'Explain the file for a request',
+  steps: [
+    {
+      step: 'explain',
+      inputs: ['userRequest', 'fileText'],
+      outputs: { explanation: 'string' },
+      systemPrompt: 'Explain this file for the request "{{userRequest}}":\n{{fileText}}',
+    },
+  ],
+};
 
 function git(args, env = {}) {
   return cp.execFileSync('git', args, { cwd: ctx.ws, encoding: 'utf8', env: { ...process.env, ...env } });
@@ -162,6 +178,7 @@ function makeRepository() {
     'util.py': 'def clean(s):\n    return (s or "").strip()\n',
   });
   commit('Alice Example', 'alice@example.invalid', 'Document greet and add a demo call', '2024-03-04T12:00:00Z', { 'app.py': APP_V3 });
+  commit('Carol Example', 'carol@example.invalid', 'Add the review fixtures', '2024-04-05T12:00:00Z', { 'review_a.py': REVIEW_A, 'review_b.py': REVIEW_B });
 }
 
 function freePort() {
@@ -176,25 +193,11 @@ function freePort() {
   });
 }
 
+/** tests/harness/fake_openai.py behind test/e2e/model_server.py: each step scripts its own replies. */
 function startFakeModel() {
-  const script = {
-    replies: [
-      { text: `I will rewrite the file.\n<nagent-write path="${path.join(ctx.ws, 'app.py')}">${APP_NEW}</nagent-write>`, usage: [1200, 340] },
-      { text: '<nagent-response>Renamed greet to welcome and switched to an f-string.</nagent-response>', usage: [1500, 20] },
-      // Summarize File
-      { text: SUMMARY, usage: [300, 25] },
-      // the run that is cancelled from its progress notification
-      { delay: 30, text: '<nagent-response>this reply comes too late</nagent-response>' },
-      // the edit confirmed in the refactor preview (nagent.confirmEdits)
-      { text: `<nagent-write path="${path.join(ctx.ws, 'app.py')}">${APP_CONFIRMED}</nagent-write>` },
-      { text: '<nagent-response>Changed the demo call.</nagent-response>' },
-    ],
-  };
-  const scriptPath = path.join(ctx.tmp, 'model-script.json');
-  fs.writeFileSync(scriptPath, JSON.stringify(script, null, 2));
-  ctx.record = path.join(ctx.tmp, 'model-requests.jsonl');
-  const proc = cp.spawn(pythonExe, ['-m', 'tests.harness.fake_openai', '--port', '0', '--script', scriptPath, '--record', ctx.record], {
+  const proc = cp.spawn(pythonExe, [path.join(__dirname, 'model_server.py')], {
     cwd: REPO,
+    env: { ...process.env, PYTHONPATH: REPO },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -203,27 +206,50 @@ function startFakeModel() {
   proc.stderr?.pipe(errLog);
   return new Promise((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error('fake_openai did not print its base URL within 20 s')), 20000);
-    proc.on('exit', (code) => reject(new Error(`fake_openai exited early with ${code}; see ${path.join(ctx.artifacts, 'fake-openai.log')}`)));
+    const timer = setTimeout(() => reject(new Error('model_server.py did not print its URLs within 20 s')), 20000);
+    proc.on('exit', (code) => reject(new Error(`model_server.py exited early with ${code}; see ${path.join(ctx.artifacts, 'fake-openai.log')}`)));
     proc.stdout?.on('data', (d) => {
       buf += d.toString();
       const nl = buf.indexOf('\n');
       if (nl >= 0) {
         clearTimeout(timer);
-        resolve(buf.slice(0, nl).trim());
+        const info = JSON.parse(buf.slice(0, nl));
+        ctx.control = info.control;
+        resolve(info.baseUrl);
       }
     });
   });
 }
 
-function modelRequests() {
-  if (!fs.existsSync(ctx.record)) return [];
-  return fs
-    .readFileSync(ctx.record, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l))
-    .filter((r) => r.path && r.path.endsWith('/chat/completions'));
+function control(method, route, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request(`${ctx.control}${route}`, { method, headers: data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {} }, (res) => {
+      let out = '';
+      res.on('data', (c) => (out += c));
+      res.on('end', () => {
+        try {
+          resolve(JSON.parse(out));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+/** Replace the model's queue with these replies (fake_openai entries). */
+async function script(...entries) {
+  await control('POST', '/clear');
+  await control('POST', '/script', entries);
+}
+
+/** Every chat request the model received so far: [{messages, model}]. */
+async function modelRequests() {
+  return control('GET', '/requests');
 }
 
 function csEnv() {
@@ -451,11 +477,23 @@ async function openFile(rel) {
   await focusEditor();
 }
 
-/** Close every editor group, then open `rel` alone. */
+/** Close every editor group (discarding unsaved changes a step left behind), then open `rel` alone. */
 async function freshEditor(rel) {
-  await palette('View: Close All Editor Groups');
-  await sleep(300);
+  await closeAll();
   await openFile(rel);
+}
+
+async function closeAll() {
+  const p = page();
+  await palette('View: Close All Editor Groups');
+  const dontSave = p.locator('.monaco-dialog-box .monaco-button', { hasText: "Don't Save" }).first();
+  try {
+    await dontSave.waitFor({ state: 'visible', timeout: 1500 });
+    await dontSave.click();
+  } catch {
+    /* nothing unsaved */
+  }
+  await sleep(300);
 }
 
 /** Change a setting through the Settings editor (search its id, edit the control), then return to app.py. */
@@ -465,6 +503,8 @@ async function setSettingInUI(key, value) {
   const search = p.locator('.settings-editor .settings-header textarea').first();
   await search.waitFor({ state: 'attached', timeout: 20000 });
   await p.waitForTimeout(500);
+  await search.focus();
+  await p.keyboard.press('Control+A');
   await p.keyboard.type(key);
   if (typeof value === 'boolean') {
     // the Settings editor titles "nagent.confirmEdits" as "Confirm Edits"
@@ -495,11 +535,50 @@ async function focusEditor() {
   await lines.click({ position: { x: 200, y: 5 } });
 }
 
+/** Titles of all editor tabs. */
+async function tabTitles() {
+  return page().evaluate(() => Array.from(document.querySelectorAll('.tabs-container .tab')).map((t) => (t.getAttribute('aria-label') || t.textContent || '').trim()));
+}
+
+/** The text of the nagent webview (a panel) that contains `needle`, or '' (webviews live in nested iframes). */
+async function webviewText(needle, timeoutMs = 15000) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    for (const f of page().frames()) {
+      try {
+        const text = await f.evaluate(() => (document.body && document.body.classList.contains('nagent-panel') ? document.body.innerText : ''));
+        if (text && text.includes(needle)) return text;
+      } catch {
+        /* frame gone */
+      }
+    }
+    await sleep(250);
+  }
+  return '';
+}
+
+/** A string setting shows an editable text field in the Settings editor. */
+async function checkSettingEditable(key) {
+  const p = page();
+  await palette('Preferences: Open User Settings');
+  const search = p.locator('.settings-editor .settings-header textarea').first();
+  await search.waitFor({ state: 'attached', timeout: 20000 });
+  await p.waitForTimeout(500);
+  await search.focus();
+  await p.keyboard.press('Control+A');
+  await p.keyboard.type(key);
+  const field = p.locator(`.settings-editor input[aria-label="${key}"]`).first();
+  await field.waitFor({ state: 'visible', timeout: 20000 });
+  assert(await field.isEditable(), `${key} is not editable in the Settings UI`);
+  await shot(`settings-${key}`);
+  await p.locator('.explorer-folders-view .monaco-list-row', { hasText: 'app.py' }).first().click();
+}
+
 async function statusBarText() {
   return page().evaluate(() =>
     Array.from(document.querySelectorAll('.statusbar-item'))
       .map((e) => (e.textContent || '').trim())
-      .filter((t) => t.includes('scripted-e2e-model')),
+      .filter((t) => t.includes('scripted-e2e-model') || t.includes('nagent')),
   );
 }
 
@@ -594,6 +673,10 @@ async function runSteps() {
     await focusEditor();
     await p.keyboard.press('Control+Home');
     for (let i = 0; i < 5; i++) await p.keyboard.press('Shift+ArrowDown');
+    await script(
+      { text: `I will rewrite the file.\n<nagent-write path="${path.join(ctx.ws, 'app.py')}">${APP_NEW}</nagent-write>`, usage: [1200, 340] },
+      { text: '<nagent-response>Renamed greet to welcome and switched to an f-string.</nagent-response>', usage: [1500, 20] },
+    );
     mark();
     await palette('nagent: Edit Selection');
     await answerInput('Edit Selection', REQUEST);
@@ -608,11 +691,11 @@ async function runSteps() {
     });
     assert(rec.activeDocument.isDirty === true, 'the edit should be an unsaved buffer change, not a disk write');
     assert(fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8') === APP_V3, 'the file on disk changed behind the editor');
-    const reqs = modelRequests();
+    const reqs = await modelRequests();
     assert(reqs.length === 2, `expected 2 model calls, got ${reqs.length}`);
     const sent = JSON.stringify(reqs[0].messages || []);
     assert(sent.includes(REQUEST), 'the request text was not sent to the model');
-    assert(reqs[0].body && reqs[0].body.model === MODEL, 'model name not sent', reqs[0].body && reqs[0].body.model);
+    assert(reqs[0].model === MODEL, 'model name not sent', reqs[0].model);
     let bar = '';
     for (let i = 0; i < 50 && !(/↑/.test(bar) && /↓/.test(bar)); i++) {
       bar = (await statusBarText()).join(' ');
@@ -667,33 +750,89 @@ async function runSteps() {
     await p.keyboard.press('Escape');
   }, { needs: ['hover'] });
 
-  await step('Open File Conversation opens the conversation beside the file', async () => {
-    await focusEditor();
+  await step('the answer is shown rendered in the Answers panel beside the edit, with its tokens', async () => {
+    const rec = readReport().filter((r) => r.event === 'panel' && r.result && r.result.key === 'answers').pop();
+    assert(rec, 'no Answers panel was shown after the edit');
+    assert(rec.result.markdown.includes('Renamed greet to welcome'), 'the Answers panel lacks the response', rec.result.markdown);
+    assert(/2\.7k in \/ 360 out/.test(rec.result.markdown), 'the Answers panel lacks the tokens', rec.result.markdown);
+    assert(rec.result.rendered === true, 'the answer was not rendered by the Markdown renderer');
+    const text = await webviewText('Renamed greet to welcome');
+    assert(text && !text.includes('###'), 'the webview shows Markdown source instead of rendered text', text);
+    const tabs = await tabTitles();
+    assert(tabs.some((t) => t.includes('nagent Answers')), 'no "nagent Answers" tab', tabs);
+    await shot('answers-panel');
+  }, { needs: ['nagent.edit'] });
+
+  await step('Open File Conversation: language nagent-conversation, opened at its end, <initial_context> folded', async () => {
+    await freshEditor('app.py');
     mark();
     await palette('nagent: Open File Conversation');
     const rec = await waitFor('nagent.vscode.openConversation');
     assert(rec.ok, 'Open File Conversation failed', rec.error);
     const conv = rec.result.path;
+    ctx.conversation = conv;
     assert(typeof conv === 'string' && fs.existsSync(conv), 'conversation file does not exist', rec.result);
     assert(rec.visibleDocuments.includes(conv), 'conversation is not visible', rec.visibleDocuments);
     assert(rec.visibleDocuments.includes(path.join(ctx.ws, 'app.py')), 'app.py is no longer visible beside it', rec.visibleDocuments);
     assert(rec.activeDocument && rec.activeDocument.fsPath === conv, 'conversation is not the active editor', rec.activeDocument);
-    if (ctx.serverCommands.includes('nagent.edit')) {
-      assert(rec.activeDocument.text.includes(REQUEST), 'conversation does not hold the edit request', rec.activeDocument.text.slice(0, 2000));
-    }
-    const groups = await page().evaluate(() => document.querySelectorAll('.editor-group-container').length);
-    assert(groups >= 2, `expected the conversation in a second editor group, found ${groups} group(s)`);
+    assert(rec.result.languageId === 'nagent-conversation', `language is ${rec.result.languageId}`);
+    assert(rec.activeDocument.text.includes(REQUEST), 'conversation does not hold the edit request', rec.activeDocument.text.slice(0, 2000));
+    const ranges = rec.result.visibleRanges;
+    const last = rec.result.lineCount - 1;
+    assert(ranges.some((r) => r[0] <= last && last <= r[1]), `the last line ${last} is not visible`, ranges);
+    assert(rec.activeEditor.selection[0] === last, 'the cursor is not at the end', rec.activeEditor);
+    const close = rec.activeDocument.text.split('\n').findIndex((l) => l.includes('</initial_context>'));
+    const hidden = (line) => !ranges.some((r) => r[0] <= line && line <= r[1]);
+    assert(close > 0 && (hidden(close) || ranges.length > 1 || ranges[0][0] > close), 'the initial context is not folded', { close, ranges });
+    // highlighted: the grammar gives tags their own token colours
+    const tokens = await page().evaluate(() => {
+      const ed = document.querySelector('.editor-group-container.active .monaco-editor');
+      return ed ? new Set(Array.from(ed.querySelectorAll('.view-line span span')).map((s) => s.className)).size : 0;
+    });
+    assert(tokens >= 3, `the conversation looks unhighlighted (${tokens} token classes)`);
+    await shot('conversation');
   }, { needs: ['nagent.conversation.open'] });
 
-  await step('Show File History opens the history beside', async () => {
+  await step('an unsaved conversation edit reaches the next request, sent from the conversation (Ctrl+Enter); the appended answer shows without conflict', async () => {
+    const p = page();
+    assert(ctx.conversation, 'no conversation from the previous step');
+    await script({ text: '<nagent-response>Noted KEEP-WELCOME-42; nothing to change.</nagent-response>', usage: [900, 12] });
+    // the conversation editor has the focus (previous step)
+    await p.keyboard.press('Control+End');
+    await p.keyboard.type('\n<user-prompt>note from the user: KEEP-WELCOME-42</user-prompt>\nadd a docstring to welcome', { delay: 5 });
+    const before = await modelRequests();
+    mark();
+    await p.keyboard.press('Control+Enter');
+    const rec = await waitFor('nagent.vscode.sendFromConversation', 60000);
+    assert(rec.ok, 'Send Request from Conversation failed', rec.error);
+    const reqs = (await modelRequests()).slice(before.length);
+    assert(reqs.length >= 1, 'the model got no request');
+    const sent = JSON.stringify(reqs[0].messages);
+    assert(sent.includes('KEEP-WELCOME-42'), 'the unsaved conversation edit did not reach the model', sent.slice(-3000));
+    assert(sent.includes('add a docstring to welcome'), 'the typed request did not reach the model', sent.slice(-3000));
+    const doc = rec.activeDocument;
+    assert(doc && doc.fsPath === ctx.conversation, 'the conversation is not the active editor after the run', doc && doc.fsPath);
+    assert(doc.text.includes('Noted KEEP-WELCOME-42'), 'the editor does not show the appended answer', doc.text.slice(-2000));
+    assert(!doc.isDirty, 'the conversation buffer is left dirty (a save would conflict with the server)');
+    assert(doc.text === fs.readFileSync(ctx.conversation, 'utf8'), 'the conversation buffer differs from the file on disk');
+    assert((doc.text.match(/add a docstring to welcome/g) || []).length === 1, 'the request appears more than once', doc.text.slice(-2000));
+    await shot('conversation-after-send');
+  }, { needs: ['nagent.conversation.list', 'nagent.edit'] });
+
+  await step('Show File History (Ctrl+Alt+N H) shows the history rendered beside', async () => {
     await freshEditor('app.py');
     mark();
-    await palette('nagent: Show File History');
+    await page().keyboard.press('Control+Alt+N');
+    await page().keyboard.press('h');
     const rec = await waitFor('nagent.vscode.showHistory');
     assert(rec.ok, 'Show File History failed', rec.error);
     assert(rec.result.commits.length === 3, `expected 3 commits, got ${rec.result.commits.length}`, rec.result.commits);
-    assert(rec.activeDocument && rec.activeDocument.uri.startsWith('nagent-view:'), 'history view not active', rec.activeDocument);
-    assert(rec.activeDocument.text.includes('Handle empty names'), 'history view lacks a commit subject', rec.activeDocument.text);
+    const panel = readReport().slice(ctx.reportIndex).find((r) => r.event === 'panel' && r.result.key.startsWith('history:'));
+    assert(panel && panel.result.title === 'History — app.py', 'no History panel', panel);
+    assert(panel.result.rendered, 'history not rendered');
+    const text = await webviewText('Handle empty names');
+    assert(text && !/^## /m.test(text), 'the history webview shows Markdown source', text);
+    await shot('history');
   }, { needs: ['nagent.history'] });
 
   await step('Show Co-edited Files lists util.py and opens it', async () => {
@@ -713,55 +852,92 @@ async function runSteps() {
     assert(rec.activeDocument && rec.activeDocument.fsPath === path.join(ctx.ws, 'util.py'), 'util.py not active', rec.activeDocument);
   }, { needs: ['nagent.coedits'] });
 
-  await step('Split File then Apply Patch (no change) round-trips', async () => {
+  await step('Split File then Apply Patch: the index picker shows a readable date; Open Diff opens the diff editor', async () => {
     await freshEditor('app.py');
+    await focusEditor();
+    await page().keyboard.press('Control+S');
     mark();
     await palette('nagent: Split File');
     const rec = await waitFor('nagent.vscode.split');
     assert(rec.ok, 'Split File failed', rec.error);
     assert(fs.existsSync(rec.result.indexPath), 'index.json missing', rec.result);
-    assert(rec.result.segments.length >= 1, 'no segments', rec.result);
+    const seg = rec.result.segments[0].path;
+    const segText = fs.readFileSync(seg, 'utf8');
+    fs.writeFileSync(seg, segText.replace('Say hello.', 'Say hello (patched).'));
     mark();
     await palette('nagent: Apply Patch');
     const p = page();
-    await p.waitForFunction(
-      () => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => (r.textContent || '').includes('app.py')),
+    const row = await p.waitForFunction(
+      () => {
+        const r = Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).find((x) => (x.textContent || '').includes('app.py'));
+        return r ? r.textContent : null;
+      },
       undefined,
       { timeout: 15000 },
     );
+    const rowText = await row.jsonValue();
+    assert(/split today \d\d:\d\d/.test(rowText), 'the index picker does not show a readable date', rowText);
     await p.keyboard.press('Enter');
     const pr = await waitFor('nagent.vscode.patch');
     assert(pr.ok, 'Apply Patch failed', pr.error);
-    assert(pr.result.applied === false || pr.result.changed === false || pr.result.edits === 0, 'unchanged segments should not edit', pr.result);
+    assert(pr.result.applied === true, 'the patch was not applied', pr.result);
+    const open = p.locator('.notifications-toasts .notification-toast').locator('.monaco-button', { hasText: 'Open Diff' }).first();
+    await open.waitFor({ state: 'visible', timeout: 15000 });
+    await open.click();
+    await waitFor('diff', 15000);
+    await p.waitForSelector('.editor-group-container.active .monaco-diff-editor', { timeout: 15000 });
+    const tabs = await tabTitles();
+    assert(tabs.some((t) => t.includes('before ↔ after')), 'no diff editor tab', tabs);
+    await shot('patch-diff');
+    await closeAll();
   }, { needs: ['nagent.split', 'nagent.patch'] });
 
-  await step('Clear File Conversation (modal confirm) archives the conversation', async () => {
+  await step('Summarize File shows the model summary rendered beside the file', async () => {
     await freshEditor('app.py');
-    mark();
-    await palette('nagent: Clear File Conversation');
-    const p = page();
-    const btn = p.locator('.monaco-dialog-box .monaco-button', { hasText: 'Clear' }).first();
-    await btn.waitFor({ state: 'visible', timeout: 20000 });
-    await btn.click();
-    const rec = await waitFor('nagent.vscode.clearConversation');
-    assert(rec.ok, 'Clear File Conversation failed', rec.error);
-    if (rec.result.archivedPath) assert(fs.existsSync(rec.result.archivedPath), 'archived conversation missing', rec.result);
-  }, { needs: ['nagent.conversation.clear'] });
-
-  await step('Summarize File shows the model summary beside the file', async () => {
-    await freshEditor('app.py');
+    await script({ text: SUMMARY, usage: [300, 25] });
     mark();
     await palette('nagent: Summarize File');
     const rec = await waitFor('nagent.vscode.summarize', 60000);
     assert(rec.ok, 'Summarize File failed', rec.error);
     assert(rec.result.summary.includes('tiny greeting module'), 'summary is not the scripted one', rec.result);
-    assert(rec.activeDocument && rec.activeDocument.uri.startsWith('nagent-view:'), 'summary view not active', rec.activeDocument);
-    assert(rec.activeDocument.text.includes('tiny greeting module'), 'summary view lacks the summary', rec.activeDocument.text);
+    const panel = readReport().slice(ctx.reportIndex).find((r) => r.event === 'panel' && r.result.key.startsWith('summary:'));
+    assert(panel && panel.result.markdown.includes('tiny greeting module'), 'no Summary panel', panel);
   }, { needs: ['nagent.summarize'] });
 
-  await step('the progress notification cancels a running edit', async () => {
+  await step('the editor stays responsive during an edit; the status bar shows the run', async () => {
     const p = page();
     await freshEditor('app.py');
+    await script({ delay: 6, text: '<nagent-response>Nothing to change.</nagent-response>', usage: [500, 8] });
+    mark();
+    await palette('nagent: Edit File');
+    await answerInput('Edit File', 'a slow request');
+    let running = '';
+    for (let i = 0; i < 50 && !running; i++) {
+      running = (await statusBarText()).find((t) => /editing app\.py/.test(t)) || '';
+      if (!running) await sleep(100);
+    }
+    assert(running, 'the status bar does not show the running edit', await statusBarText());
+    await openFile('util.py');
+    await p.keyboard.press('Control+Home');
+    await p.keyboard.type('# typed while nagent works\n');
+    await p.waitForFunction(
+      () => Array.from(document.querySelectorAll('.editor-group-container.active .view-line')).some((l) => (l.textContent || '').replace(/\u00a0/g, ' ').includes('typed while nagent works')),
+      undefined,
+      { timeout: 3000 },
+    );
+    const early = readReport().slice(ctx.reportIndex).find((r) => r.event === 'nagent.vscode.editFile');
+    assert(!early, 'the edit finished before the typing was checked (the model delay is 6 s)');
+    await shot('responsive-while-running');
+    const rec = await waitFor('nagent.vscode.editFile', 30000);
+    assert(rec.ok, 'the slow edit failed', rec.error);
+    await palette('File: Revert File');
+  }, { needs: ['nagent.edit'] });
+
+  await step('the progress notification cancels a running edit; the status bar keeps the last tokens', async () => {
+    const p = page();
+    await freshEditor('app.py');
+    await script({ delay: 30, text: '<nagent-response>this reply comes too late</nagent-response>' });
+    const barBefore = (await statusBarText()).join(' ');
     mark();
     await palette('nagent: Edit File');
     await answerInput('Edit File', 'a slow request that will be cancelled');
@@ -775,39 +951,152 @@ async function runSteps() {
     assert(took < 10000, `the run ended ${took} ms after Cancel (the model reply was due in 30 s)`);
     if (rec.ok) assert(rec.result.applied === false && /cancel/i.test(rec.result.reason || ''), 'cancelled run reported as applied', rec.result);
     assert(rec.activeDocument.text === APP_NEW, 'a cancelled run changed the document', rec.activeDocument.text);
+    await sleep(300);
+    const bar = (await statusBarText()).join(' ');
+    assert(!/\b0↑ 0↓/.test(bar), `the status bar was reset to 0↑ 0↓ by the cancelled run: ${bar}`);
+    assert(!/sync~spin|editing app/.test(bar), `the status bar still shows a running edit: ${bar}`);
+    console.log(`     status bar before: ${barBefore}; after cancel: ${bar}`);
   }, { needs: ['nagent.edit'] });
 
-  await step('with nagent.confirmEdits the edit waits in the refactor preview until Apply', async () => {
+  await step('review: a two-file proposal in the diff editor, one hunk accepted and one rejected (buffers and conversation checked)', async () => {
     const p = page();
     await setSettingInUI('nagent.confirmEdits', true);
-    await freshEditor('app.py');
+    await freshEditor('review_a.py');
+    await script(
+      {
+        text:
+          `<nagent-write path="${path.join(ctx.ws, 'review_a.py')}">${REVIEW_A_NEW}</nagent-write>\n` +
+          `<nagent-write path="${path.join(ctx.ws, 'review_b.py')}">${REVIEW_B_NEW}</nagent-write>`,
+        usage: [2000, 120],
+      },
+      { text: '<nagent-response>Documented area() and switched the units to millimetres.</nagent-response>', usage: [2300, 20] },
+    );
     mark();
     await palette('nagent: Edit File');
-    await answerInput('Edit File', 'change the demo call');
-    const apply = p.locator('.monaco-button', { hasText: /^Apply$/ }).first();
-    await apply.waitFor({ state: 'visible', timeout: 30000 });
-    await shot('refactor-preview');
-    // edits that need confirmation arrive unchecked: tick the file, as a user would, then Apply
-    const row = p.locator('.monaco-list-row', { hasText: 'app.py' }).filter({ has: p.locator('input[type="checkbox"]') }).first();
-    fs.writeFileSync(path.join(ctx.artifacts, 'refactor-preview.html'), await p.locator('.monaco-workbench').evaluate((e) => {
-      const panel = Array.from(e.querySelectorAll('.pane-body, .panel')).find((x) => (x.textContent || '').includes('Discard'));
-      return panel ? panel.outerHTML : '';
-    }));
-    await row.locator('input[type="checkbox"]').first().check();
-    const before = readReport().slice(ctx.reportIndex).find((r) => r.event === 'nagent.vscode.editFile');
-    assert(!before, 'the edit finished before it was confirmed', before);
-    await apply.click();
-    const rec = await waitFor('nagent.vscode.editFile', 30000);
-    assert(rec.ok && rec.result.applied === true, 'confirmed edit not applied', rec.result || rec.error);
-    const text = fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8');
-    const doc = rec.activeDocument && rec.activeDocument.fsPath === path.join(ctx.ws, 'app.py') ? rec.activeDocument.text : text;
-    assert(doc === APP_CONFIRMED, 'the confirmed text is not in app.py', { doc, disk: text });
-    await focusEditor();
-    await p.keyboard.press('Control+S');
-    const t1 = Date.now();
-    while (fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8') !== APP_CONFIRMED && Date.now() - t1 < 10000) await sleep(200);
+    await answerInput('Edit File', 'document area and use millimetres');
+    const edit = await waitFor('nagent.vscode.editFile', 60000);
+    assert(edit.ok, 'the edit failed', edit.error);
+    assert(edit.result.applied === false && edit.result.proposal, 'the change was not held for review', edit.result);
+    const opened = await waitFor('review:opened', 20000);
+    assert(opened.result.files.length === 2, 'the proposal does not span two files', opened.result);
+    // "Review Proposed Changes" lists it and opens it again
+    await palette('View: Close All Editor Groups');
+    mark();
+    await palette('nagent: Review Proposed Changes');
+    const again = await waitFor('nagent.vscode.reviewProposals', 20000);
+    assert(again.ok, 'Review Proposed Changes failed', again.error);
+    await p.waitForSelector('.editor-group-container.active .monaco-diff-editor', { timeout: 15000 });
+    const accept = p.locator('.editor-group-container.active .codelens-decoration a', { hasText: /^\s*Accept\s*$/ }).first();
+    await accept.waitFor({ state: 'visible', timeout: 20000 });
+    await sleep(500);
+    await shot('review-file-a');
+    mark();
+    await accept.click();
+    // the second file opens by itself once the first is decided
+    await p.waitForFunction(() => Array.from(document.querySelectorAll('.tabs-container .tab.active')).some((t) => (t.textContent || '').includes('review_b.py')), undefined, { timeout: 20000 });
+    const reject = p.locator('.editor-group-container.active .codelens-decoration a', { hasText: /^\s*Reject\s*$/ }).first();
+    await reject.waitFor({ state: 'visible', timeout: 20000 });
+    await sleep(500);
+    await shot('review-file-b');
+    await reject.click();
+    const applied = await waitFor('review:applied', 30000);
+    assert(applied.ok, 'review.apply failed', applied);
+    const r = applied.result.result;
+    assert(r.rejected && r.rejected.length === 1, 'one hunk should be rejected', r);
+    assert(applied.result.accept.length === 1, 'one hunk should be accepted', applied.result);
+    const buffers = applied.result.buffers || {};
+    const a = buffers[path.join(ctx.ws, 'review_a.py')] ?? fs.readFileSync(path.join(ctx.ws, 'review_a.py'), 'utf8');
+    const b = buffers[path.join(ctx.ws, 'review_b.py')] ?? fs.readFileSync(path.join(ctx.ws, 'review_b.py'), 'utf8');
+    assert(a === REVIEW_A_NEW, 'the accepted hunk is not in review_a.py', a);
+    assert(b === REVIEW_B, 'the rejected hunk changed review_b.py', b);
+    const conv = edit.result.conversation.path;
+    const text = fs.readFileSync(conv, 'utf8');
+    assert(/<nagent-review-result/.test(text), 'no <nagent-review-result> in the conversation', text.slice(-2000));
+    assert(text.slice(text.lastIndexOf('<nagent-review-result')).includes('UNITS = "mm"'), 'the rejected text is not in the review result', text.slice(-2000));
+    await shot('review-done');
     await setSettingInUI('nagent.confirmEdits', false);
-  }, { needs: ['nagent.edit'] });
+    await closeAll();
+  }, { needs: ['nagent.edit', 'nagent.review.show', 'nagent.review.apply', 'nagent.review.list'] });
+
+  await step('Edit with Agent… picks an agent (plan) from a quick pick', async () => {
+    const p = page();
+    await freshEditor('app.py');
+    await script({ text: '<nagent-response>Plan: 1. add a docstring 2. add a test.</nagent-response>', usage: [700, 15] });
+    const before = (await modelRequests()).length;
+    mark();
+    await palette('nagent: Edit with Agent');
+    await p.waitForFunction(
+      () => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => /\bplan\b/.test(r.textContent || '')),
+      undefined,
+      { timeout: 20000 },
+    );
+    await shot('agent-pick');
+    await p.locator('.quick-input-widget input').first().fill('plan');
+    await p.keyboard.press('Enter');
+    await answerInput('Edit with plan', 'how would you test welcome?');
+    const rec = await waitFor('nagent.vscode.editWithAgent', 60000);
+    assert(rec.ok, 'Edit with Agent failed', rec.error);
+    assert(rec.result.applied === false, 'the plan agent applied a change', rec.result);
+    const reqs = (await modelRequests()).slice(before);
+    assert(reqs.length >= 1 && JSON.stringify(reqs[0].messages).includes('how would you test welcome?'), 'the request did not reach the model');
+    const panel = readReport().slice(ctx.reportIndex).filter((r) => r.event === 'panel' && r.result.key === 'answers').pop();
+    assert(panel && panel.result.markdown.includes('Plan: 1. add a docstring'), 'the answer is not in the Answers panel', panel);
+  }, { needs: ['nagent.agents.list', 'nagent.edit'] });
+
+  await step('Run Recipe… runs a workspace recipe and shows its outputs', async () => {
+    const p = page();
+    const dir = path.join(ctx.ws, '.nagent', 'recipes');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'explain.json'), JSON.stringify(RECIPE, null, 2));
+    await freshEditor('app.py');
+    await script({ text: 'EXPLANATION-77: welcome() greets a name.', usage: [400, 12] });
+    mark();
+    await palette('nagent: Run Recipe');
+    await p.waitForFunction(
+      () => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => (r.textContent || '').includes('explain')),
+      undefined,
+      { timeout: 20000 },
+    );
+    await p.locator('.quick-input-widget input').first().fill('explain');
+    await p.keyboard.press('Enter');
+    await answerInput('Run Recipe explain', 'for a new team member');
+    const rec = await waitFor('nagent.vscode.runRecipe', 60000);
+    assert(rec.ok, 'Run Recipe failed', rec.error);
+    assert(String(rec.result.outputs && rec.result.outputs.explanation).includes('EXPLANATION-77'), 'the recipe output is missing', rec.result);
+    const panel = readReport().slice(ctx.reportIndex).filter((r) => r.event === 'panel' && r.result.key === 'answers').pop();
+    assert(panel && panel.result.markdown.includes('EXPLANATION-77'), 'the recipe output is not in the Answers panel', panel);
+    await shot('recipe');
+  }, { needs: ['nagent.recipes.list', 'nagent.recipe.run'] });
+
+  await step('the editor context menu has a "nagent" submenu with the edit commands', async () => {
+    const p = page();
+    await freshEditor('app.py');
+    await p.locator('.editor-group-container.active .monaco-editor .view-lines').first().click({ button: 'right', position: { x: 120, y: 10 } });
+    const item = p.locator('.monaco-menu .action-item', { hasText: /^nagent/ }).first();
+    await item.waitFor({ state: 'visible', timeout: 10000 });
+    await item.hover();
+    await p.locator('.monaco-menu .action-label', { hasText: 'Edit File…' }).first().waitFor({ state: 'visible', timeout: 10000 });
+    await shot('context-menu');
+    await p.keyboard.press('Escape');
+    await p.keyboard.press('Escape');
+  });
+
+  await step('"nagent: How to Install" opens the packaged readme rendered', async () => {
+    mark();
+    await palette('nagent: How to Install');
+    const rec = await waitFor('nagent.vscode.installHelp', 20000);
+    assert(rec.ok, 'How to Install failed', rec.error);
+    assert(/readme\.md$/i.test(rec.result.readme), 'no readme', rec.result);
+    await page().waitForFunction(() => Array.from(document.querySelectorAll('.tabs-container .tab')).some((t) => /Preview readme\.md/i.test(t.textContent || '')), undefined, { timeout: 20000 });
+    const notes = await page().evaluate(() => Array.from(document.querySelectorAll('.notification-list-item-message')).map((n) => n.textContent || ''));
+    assert(!notes.some((n) => /cannot be found|not found/i.test(n)), 'an error about the readme', notes);
+    await shot('install-help');
+  });
+
+  await step('Base Url and State Root are editable in the Settings UI', async () => {
+    await setSettingInUI('nagent.baseUrl', ctx.baseUrl);
+    await checkSettingEditable('nagent.stateRoot');
+  });
 
   await step('a changed setting reaches the running server (didChangeConfiguration → workspace/configuration)', async () => {
     // through the Settings editor, as a user would: search "nagent.model", type the new value
@@ -839,8 +1128,9 @@ async function runSteps() {
   });
 
   await step('a server error becomes a notification with the server message', async () => {
-    // The scripted replies are used up: the fake model answers 400 "no scripted reply left", the
-    // server turns that into an error response, and the extension must show its message.
+    // nothing scripted: the fake model answers 400 "no scripted reply left", the server turns that
+    // into an error response, and the extension must show its message.
+    await script();
     await freshEditor('app.py');
     const before = fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8');
     mark();
@@ -856,6 +1146,32 @@ async function runSteps() {
       { timeout: 20000 },
     );
     assert(rec.activeDocument.text === before, 'a failed edit must not change the document', { before, after: rec.activeDocument.text });
+  }, { needs: ['nagent.edit'] });
+
+  await step('"no model configured" is one clear line, with no traceback in the output channel', async () => {
+    await setSettingInUI('nagent.baseUrl', '');
+    await setSettingInUI('nagent.apiKeyEnv', 'NAGENT_E2E_NO_SUCH_KEY');
+    await freshEditor('app.py');
+    mark();
+    await palette('nagent: Edit File');
+    await answerInput('Edit File', 'needs a model');
+    const rec = await waitFor('nagent.vscode.editFile', 60000);
+    assert(!rec.ok, 'the edit should fail without a model', rec.result);
+    const shown = await page().waitForFunction(
+      () => {
+        const n = Array.from(document.querySelectorAll('.notification-list-item-message')).map((x) => x.textContent || '').find((t) => /no model|not configured|configure/i.test(t));
+        return n || null;
+      },
+      undefined,
+      { timeout: 20000 },
+    );
+    const note = String(await shown.jsonValue());
+    assert(!note.includes('\n') && note.length < 400, 'the notification is not one line', note);
+    console.log(`     notification: ${note}`);
+    await shot('no-model');
+    const logs = findFiles(path.join(ctx.tmp, 'user-data', 'logs'), (n) => n === 'nagent.log');
+    const log = logs.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+    assert(!/Traceback \(most recent call last\)/.test(log), 'a Python traceback is in the nagent output channel', log.slice(log.indexOf('Traceback') - 200, log.indexOf('Traceback') + 2000));
   }, { needs: ['nagent.edit'] });
 }
 

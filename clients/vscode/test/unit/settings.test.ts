@@ -3,6 +3,7 @@ import { execFileSync } from 'child_process';
 import { test } from 'node:test';
 import * as manifest from '../../package.json';
 import {
+  clearedKeys,
   contributedProperties,
   explicitServerSettings,
   Inspection,
@@ -127,4 +128,10 @@ test('sectionValue answers workspace/configuration sections', () => {
 
 test('manifest declares no extensionDependencies (the Python extension is optional)', () => {
   assert.equal((manifest as Record<string, unknown>).extensionDependencies, undefined);
+});
+
+test('a setting sent at start and cleared since is reported (the server needs a restart to drop it)', () => {
+  assert.deepEqual(clearedKeys({ baseUrl: 'u', history: { maxCommits: 5 } }, { history: { maxCommits: 6 } }), ['baseUrl']);
+  assert.deepEqual(clearedKeys({ models: { a: { model: 'x' } } }, { models: {} }), []);
+  assert.deepEqual(clearedKeys({}, { model: 'm' }), []);
 });

@@ -804,6 +804,96 @@ file_test("an agent edit: :NagentEdit! picks the agent, agent= names it", {
   assert(not vim.fn.json_encode(reqs[#reqs].messages):find("agent=plan"), "agent= stays out of the request")
 end)
 
+file_test("code actions: edit selection asks for the request; history opens its list", {
+  replies = edit_replies({ A_EDITED_TWICE, "Documented via the code action." }),
+}, { "nagent.edit" }, function(ctx)
+  local c = nagent_client(ctx.bufnr)
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(ctx.bufnr) },
+    range = { start = { line = 4, character = 0 }, ["end"] = { line = 5, character = 21 } },
+    context = { diagnostics = {} },
+  }
+  local res = vim.lsp.buf_request_sync(ctx.bufnr, "textDocument/codeAction", params, 30000)
+  local actions = {}
+  for _, r in pairs(res or {}) do
+    vim.list_extend(actions, r.result or {})
+  end
+  local function action(prefix)
+    for _, a in ipairs(actions) do
+      if a.title:sub(1, #prefix) == prefix then
+        return type(a.command) == "table" and a.command or a
+      end
+    end
+    error("no action " .. prefix .. " in " .. vim.inspect(vim.tbl_map(function(a) return a.title end, actions)))
+  end
+  local edit = action("nagent: edit selection")
+  assert_eq(edit.command, "nagent.edit", "the plugin gets the plain command")
+  local saved = vim.ui.input
+  vim.ui.input = function(_, on_confirm)
+    on_confirm("document this function")
+  end
+  nagent.last["nagent.edit"] = nil
+  local ok, err = pcall(vim.lsp.commands["nagent.edit"], edit, { bufnr = ctx.bufnr, client_id = c.id })
+  vim.ui.input = saved
+  assert(ok, err)
+  local result = wait_reply("nagent.edit")
+  assert_eq(result.applied, true, "applied")
+  assert_match(buffer_text(ctx.bufnr), "Count ITEMS", "buffer")
+  assert_match(float_text() or "", "Documented via the code action", "answer float")
+  local history = action("nagent: show this file's history")
+  nagent.last["nagent.history"] = nil
+  vim.lsp.commands[history.command](history, { bufnr = ctx.bufnr, client_id = c.id })
+  wait_reply("nagent.history")
+  assert_match(buf_lines_named("nagent://history"), "Fix off%-by%-one in size", "history list")
+end)
+
+test("the README's init.lua snippet starts nagent on a fresh HOME", function()
+  local readme = read(repo_root .. "/README.md")
+  local section = readme:match("### Neovim %(0%.7%+%)(.-)\n### ")
+  assert(section, "no Neovim section in README.md")
+  local snippet = section:match("```lua\n(.-)```")
+  assert(snippet, "no lua snippet in the README's Neovim section")
+  -- A fresh HOME whose ~/.config/nvim/init.lua is the snippet as written; the checkout at ~/src/nagent-lsp and
+  -- nagent-lsp on PATH, as the snippet assumes. A child Neovim starts from it and reports :NagentStatus.
+  local home = vim.fn.tempname() .. "-freshhome"
+  local repo = make_repo()
+  vim.fn.mkdir(home .. "/src", "p")
+  vim.fn.mkdir(home .. "/bin", "p")
+  vim.fn.system({ "ln", "-s", repo_root, home .. "/src/nagent-lsp" })
+  vim.fn.system({ "ln", "-s", server_cmd[1], home .. "/bin/nagent-lsp" })
+  write(home .. "/.config/nvim/init.lua", snippet)
+  local out = home .. "/status.json"
+  write(home .. "/probe.lua", string.format([[
+vim.cmd("edit %s/a.py")
+local n = require("nagent")
+local clients = vim.lsp.get_clients or vim.lsp.get_active_clients
+vim.wait(30000, function() return #clients() > 0 and clients()[1].initialized ~= false end, 20)
+n.last["nagent.status"] = nil
+vim.cmd("NagentStatus")
+vim.wait(30000, function() return n.last["nagent.status"] ~= nil end, 20)
+local last = n.last["nagent.status"] or { err = "no reply" }
+local f = io.open("%s", "w")
+f:write(vim.fn.json_encode({ result = last.result or vim.NIL, err = last.err and vim.inspect(last.err) or vim.NIL,
+  rtp = vim.o.runtimepath }))
+f:close()
+vim.cmd("qall!")
+]], repo, out))
+  local saved = { HOME = vim.env.HOME, PATH = vim.env.PATH, XDG_CONFIG_HOME = vim.env.XDG_CONFIG_HOME }
+  vim.env.HOME, vim.env.PATH, vim.env.XDG_CONFIG_HOME = home, home .. "/bin:" .. vim.env.PATH, nil
+  local log = vim.fn.system({ vim.v.progpath, "--headless", "-i", "NONE", "-n", "-c", "luafile " .. home .. "/probe.lua" })
+  vim.env.HOME, vim.env.PATH, vim.env.XDG_CONFIG_HOME = saved.HOME, saved.PATH, saved.XDG_CONFIG_HOME
+  local ok, err = pcall(function()
+    assert(vim.fn.filereadable(out) == 1, "the child Neovim reported nothing: " .. log)
+    local report = vim.fn.json_decode(read(out))
+    assert(report.err == vim.NIL, "status failed: " .. tostring(report.err) .. "\n" .. log)
+    assert_eq(report.result.model, "gpt-4.1-mini", "model from the snippet")
+    assert_match(report.rtp, vim.pesc(home .. "/src/nagent-lsp/clients/neovim"), "runtime path")
+  end)
+  vim.fn.delete(home, "rf")
+  vim.fn.delete(repo, "rf")
+  assert(ok, err)
+end)
+
 -- ------------------------------------------------------------------ runner
 
 local filter = os.getenv("NAGENT_TEST_FILTER")

@@ -216,6 +216,15 @@ export class NagentClient implements vscode.Disposable {
       markdown: { isTrusted: false, supportHtml: false },
     };
     const client = new LanguageClient('nagent', 'nagent', serverOptions, clientOptions);
+    // This client asks for nagent.edit's request text and shows every result itself (see codeaction_show.py).
+    client.registerFeature({
+      fillClientCapabilities: (capabilities) => {
+        capabilities.experimental = { ...(capabilities.experimental as object | undefined), nagent: { requestInput: true } };
+      },
+      initialize: () => undefined,
+      getState: () => ({ kind: 'static' }),
+      clear: () => undefined,
+    });
     client.onDidChangeState((e) => {
       this.log.info(`server state: ${State[e.oldState]} -> ${State[e.newState]}`);
       if (e.newState === State.Stopped && this.client === client) this.setState('stopped');

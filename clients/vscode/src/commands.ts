@@ -583,6 +583,11 @@ export class CommandHandlers {
       await this.conversations.refresh();
       return;
     }
+    if (command === ServerCommands.history && typeof r.markdown === 'string') {
+      const name = doc ? path.basename(doc.fsPath) : typeof r.file === 'string' ? r.file : 'file';
+      await this.panels.show(`history:${doc?.toString() ?? name}`, `History — ${name}`, r.markdown, true);
+      return;
+    }
     if (command === ServerCommands.patch) return this.notify(patchNotice(result as PatchResult));
     if (command === ServerCommands.split && typeof r.indexPath === 'string') {
       void this.rememberSplit(r.indexPath);

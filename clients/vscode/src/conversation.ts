@@ -17,6 +17,7 @@ export function isConversationDocument(doc: vscode.TextDocument): boolean {
 export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.Disposable {
   private readonly prepared = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly reloads = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor(private readonly log: vscode.LogOutputChannel) {
     this.disposables.push(
@@ -26,6 +27,19 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
         if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
       }),
       vscode.workspace.onDidCloseTextDocument((d) => this.prepared.delete(d.uri.toString())),
+      // the server appended (the clean buffer was reloaded from disk): follow the end, fold the context again
+      api.onDidChangeTextDocument((e) => {
+        if (e.document.isDirty || !isConversationDocument(e.document) || e.contentChanges.length === 0) return;
+        const key = e.document.uri.toString();
+        clearTimeout(this.reloads.get(key));
+        this.reloads.set(
+          key,
+          setTimeout(() => {
+            this.reloads.delete(key);
+            for (const ed of api.visibleEditors()) if (ed.document === e.document) void this.prepare(ed);
+          }, 150),
+        );
+      }),
     );
     for (const d of api.textDocuments()) void this.ensureLanguage(d);
   }
@@ -122,6 +136,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   }
 
   dispose(): void {
+    for (const t of this.reloads.values()) clearTimeout(t);
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -87,20 +87,6 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
     const f = st.proposal.files[index];
     const view = proposedView(await currentText(f), f.hunks, st.decisions);
     const lenses: vscode.CodeLens[] = [];
-    const top = new vscode.Range(0, 0, 0, 0);
-    const left = undecided(st.proposal, st.decisions).length;
-    const total = st.proposal.files.reduce((n, x) => n + x.hunks.length, 0);
-    lenses.push(
-      new vscode.CodeLens(top, { title: '$(check-all) Accept All', command: Commands.acceptAll, arguments: [id] }),
-      new vscode.CodeLens(top, { title: '$(close-all) Reject All', command: Commands.rejectAll, arguments: [id] }),
-      new vscode.CodeLens(top, {
-        title: `nagent · file ${index + 1}/${st.proposal.files.length} · ${total - left}/${total} decided`,
-        command: '',
-      }),
-    );
-    if (st.proposal.files.length > 1) {
-      lenses.push(new vscode.CodeLens(top, { title: 'Next File $(arrow-right)', command: Commands.reviewProposals, arguments: [id, (index + 1) % st.proposal.files.length] }));
-    }
     for (const h of view.hunks) {
       const range = new vscode.Range(h.startLine, 0, h.startLine, 0);
       if (h.missing) {
@@ -120,6 +106,21 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
           }),
         );
       }
+    }
+    // after the hunks' own lenses, so that a change on the first line keeps its Accept/Reject in view
+    const top = new vscode.Range(0, 0, 0, 0);
+    const left = undecided(st.proposal, st.decisions).length;
+    const total = st.proposal.files.reduce((n, x) => n + x.hunks.length, 0);
+    lenses.push(
+      new vscode.CodeLens(top, { title: '$(check-all) Accept All', command: Commands.acceptAll, arguments: [id] }),
+      new vscode.CodeLens(top, { title: '$(close-all) Reject All', command: Commands.rejectAll, arguments: [id] }),
+      new vscode.CodeLens(top, {
+        title: `file ${index + 1}/${st.proposal.files.length} · ${total - left}/${total} decided`,
+        command: '',
+      }),
+    );
+    if (st.proposal.files.length > 1) {
+      lenses.push(new vscode.CodeLens(top, { title: 'Next File $(arrow-right)', command: Commands.reviewProposals, arguments: [id, (index + 1) % st.proposal.files.length] }));
     }
     return lenses;
   }

@@ -816,6 +816,14 @@ async function runSteps() {
     assert(!doc.isDirty, 'the conversation buffer is left dirty (a save would conflict with the server)');
     assert(doc.text === fs.readFileSync(ctx.conversation, 'utf8'), 'the conversation buffer differs from the file on disk');
     assert((doc.text.match(/add a docstring to welcome/g) || []).length === 1, 'the request appears more than once', doc.text.slice(-2000));
+    // a moment later the editor still shows the end of the conversation (the appended turn)
+    await sleep(1500);
+    mark();
+    await palette('nagent: Show Answers');
+    const later = await waitFor('nagent.vscode.showAnswer');
+    const lines = later.activeDocument.text.split('\n').length - 1;
+    assert(later.activeDocument.fsPath === ctx.conversation, 'the conversation lost the focus', later.activeDocument.fsPath);
+    assert(later.activeEditor.visibleRanges.some((r) => r[0] <= lines && lines <= r[1]), `the end (line ${lines}) is not in view after the run`, later.activeEditor);
     await shot('conversation-after-send');
   }, { needs: ['nagent.conversation.list', 'nagent.edit'] });
 

@@ -201,6 +201,19 @@ The server then reads the conversation's unsaved text."
     (when (derived-mode-p 'nagent-conversation-mode)
       (nagent-lsp-mode--manage-conversation))))
 
+(defun nagent-lsp-mode--run-action (action)
+  "Run the nagent code action ACTION (an LSP Command) the client's way.
+See `nagent-run-code-action-command'."
+  (let ((action (nagent--normalize action)))
+    (nagent-run-code-action-command (plist-get action :command)
+                                    (elt (plist-get action :arguments) 0))))
+
+(defun nagent-lsp-mode--action-handlers ()
+  "lsp-mode action handlers: nagent's code-action commands run in Emacs."
+  (let ((handlers (make-hash-table :test #'equal)))
+    (dolist (command nagent--code-action-commands handlers)
+      (puthash command #'nagent-lsp-mode--run-action handlers))))
+
 (lsp-register-client
  (make-lsp-client
   :new-connection (lsp-stdio-connection (lambda () nagent-server-command))
@@ -208,6 +221,10 @@ The server then reads the conversation's unsaved text."
   :add-on? t
   :priority -1
   :initialization-options #'nagent-lsp-mode--init-options
+  ;; A nagent plugin: it asks for "edit selection"'s request and shows results itself.
+  ;; (`nagent--plugin-capabilities' as lsp-mode's alist.)
+  :custom-capabilities '((experimental . ((nagent . ((requestInput . t))))))
+  :action-handlers (nagent-lsp-mode--action-handlers)
   :server-id 'nagent-lsp))
 
 (provide 'nagent-lsp-mode)

@@ -127,6 +127,12 @@ only says so in the echo area."
 (defvar-local nagent-last-index-path nil
   "Index path returned by the last `nagent-split' of this buffer.")
 
+(defconst nagent--code-action-commands
+  '("nagent.edit" "nagent.history" "nagent.split" "nagent.patch"
+    "nagent.instruction.apply" "nagent.recipe.run" "nagent.codeAction.run")
+  "Commands of nagent's code actions that the client runs its own way.
+See `nagent-run-code-action-command'.")
+
 ;;;; Small helpers
 
 (defun nagent--true-p (value)
@@ -247,11 +253,41 @@ Example: (add-to-list \\='eglot-server-programs
   "Send `nagent-settings' as the initialization options."
   (nagent--settings-json))
 
+(defconst nagent--plugin-capabilities '(:requestInput t)
+  "What this client tells nagent-lsp in `experimental.nagent'.
+requestInput: it asks the user for the request of the code action
+\"nagent: edit selection\"; the key itself says it shows the results
+of nagent's commands (history, split, patch, instructions, recipes)
+its own way, so the server offers them unwrapped.")
+
+(defun nagent--with-plugin-capabilities (experimental)
+  "The `experimental' client capabilities EXPERIMENTAL with nagent's key added.
+EXPERIMENTAL is a plist, a hash table (eglot's empty JSON object) or nil."
+  (cond ((and (hash-table-p experimental) (> (hash-table-count experimental) 0))
+         (let ((copy (copy-hash-table experimental)))
+           (puthash "nagent" nagent--plugin-capabilities copy)
+           copy))
+        ((and (consp experimental) (keywordp (car experimental)))
+         (plist-put (copy-sequence experimental) :nagent nagent--plugin-capabilities))
+        (t (list :nagent nagent--plugin-capabilities))))
+
 (cl-defmethod eglot-client-capabilities :around ((_server nagent-eglot-server))
-  "Tell nagent-lsp that this client shows work-done progress."
+  "Tell nagent-lsp that this client shows work-done progress and is a
+nagent plugin (`experimental.nagent', see `nagent--plugin-capabilities')."
   (let* ((caps (cl-call-next-method))
          (window (copy-sequence (plist-get caps :window))))
-    (plist-put caps :window (plist-put window :workDoneProgress t))))
+    (setq caps (plist-put caps :window (plist-put window :workDoneProgress t)))
+    (plist-put caps :experimental
+               (nagent--with-plugin-capabilities (plist-get caps :experimental)))))
+
+(cl-defmethod eglot-execute-command ((server nagent-eglot-server) command arguments)
+  "Run nagent's code-action commands the client's way (see
+`nagent-run-code-action-command'); send any other COMMAND with
+ARGUMENTS to SERVER."
+  (let ((name (format "%s" command)))
+    (if (member name nagent--code-action-commands)
+        (nagent-run-code-action-command name (elt arguments 0))
+      (cl-call-next-method server command arguments))))
 
 (cl-defmethod eglot-handle-request
   ((_server nagent-eglot-server) (_method (eql window/workDoneProgress/create))
@@ -920,6 +956,91 @@ an edit (or a proposal to review)."
                                                          (format ": %s" request) ""))
                                         res (nagent--outputs-markdown (plist-get res :outputs)))))
       (message "nagent: running recipe %s… (M-x nagent-cancel stops it)" recipe))))
+
+;;;; Code actions
+
+;; nagent-lsp offers code actions ("nagent: edit selection", "show this
+;; file's history", split, patch, `nagent:' instructions, recipes).  This
+;; client says it is a nagent plugin (`nagent--plugin-capabilities'), so
+;; the server sends the plain commands, "edit selection" without a
+;; request, and leaves showing their results to the client: eglot's
+;; `eglot-execute-command' method above and lsp-mode's action handlers
+;; (nagent-lsp-mode.el) run them here.
+
+(defun nagent--lsp-point (position)
+  "Buffer position of the LSP POSITION (a plist; character in UTF-16 units)."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char (point-min))
+      (forward-line (or (plist-get position :line) 0))
+      (let ((eol (line-end-position))
+            (units (or (plist-get position :character) 0)))
+        (while (and (> units 0) (< (point) eol))
+          (setq units (- units (if (> (char-after) #xFFFF) 2 1)))
+          (forward-char))
+        (point)))))
+
+(defun nagent--action-buffer (argument)
+  "The buffer visiting ARGUMENT's :uri, else the current buffer."
+  (let* ((uri (plist-get argument :uri))
+         (path (and (stringp uri) (ignore-errors (nagent--uri-to-path uri)))))
+    (or (and path (find-buffer-visiting path))
+        (current-buffer))))
+
+(defun nagent--apply-instruction (argument)
+  "Run the `nagent:' comment of ARGUMENT's :line (`nagent.instruction.apply').
+Asynchronous like `nagent-edit': returns the job; the answer goes to
+the *nagent* buffer and a change awaiting review opens in `nagent-review'."
+  (let* ((file (nagent--file-or-error))
+         (line (or (plist-get argument :line) 0))
+         (comment (save-excursion
+                    (save-restriction
+                      (widen)
+                      (goto-char (point-min))
+                      (forward-line line)
+                      (string-trim (buffer-substring-no-properties
+                                    (point) (line-end-position)))))))
+    (prog1 (nagent-command-async
+            "nagent.instruction.apply" argument
+            :label (format "instruction in %s" (file-name-nondirectory file))
+            :then (lambda (res)
+                    (nagent--finish-run file (format "line %d: %s" (1+ line) comment) res)))
+      (message "nagent: applying the instruction on line %d… (M-x nagent-cancel stops it)"
+               (1+ line)))))
+
+(defun nagent-run-code-action-command (command argument)
+  "Run nagent's code-action COMMAND (a string) with ARGUMENT (a plist).
+\"nagent.edit\" without a request asks for one (history
+`nagent-request-history') and runs `nagent-edit' on the range;
+history, split, patch and recipes run through `nagent-history',
+`nagent-split', `nagent-patch' and `nagent-run-recipe'; an
+instruction runs asynchronously with its answer in *nagent*.
+Returns the command's result plist, or the job of a long run."
+  (let ((argument (nagent--normalize argument)))
+    (with-current-buffer (nagent--action-buffer argument)
+      (let* ((range (plist-get argument :range))
+             (beg (and range (nagent--lsp-point (plist-get range :start))))
+             (end (and range (nagent--lsp-point (plist-get range :end)))))
+        (pcase command
+          ("nagent.edit"
+           (let ((request (or (plist-get argument :request)
+                              (read-string (format "nagent edit%s: " (if range " selection" ""))
+                                           nil 'nagent-request-history))))
+             (nagent-edit request beg end (plist-get argument :agent))))
+          ("nagent.history" (nagent-history (plist-get argument :maxCommits)))
+          ("nagent.split" (nagent-split (plist-get argument :targetBytes)))
+          ("nagent.patch" (nagent-patch (plist-get argument :indexPath)
+                                        (nagent--true-p (plist-get argument :force))
+                                        (nagent--true-p (plist-get argument :dryRun))))
+          ("nagent.recipe.run"
+           (nagent-run-recipe (plist-get argument :recipe) (plist-get argument :request) beg end))
+          ("nagent.instruction.apply" (nagent--apply-instruction argument))
+          ;; A server that wrapped a command anyway (it did not see the capability).
+          ("nagent.codeAction.run"
+           (nagent-run-code-action-command (plist-get argument :command)
+                                           (plist-get argument :argument)))
+          (_ (nagent-command command argument)))))))
 
 ;;;; Conversations
 

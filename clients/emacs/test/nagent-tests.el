@@ -246,6 +246,7 @@
       (should-not (string-match-p "add retries please" (nagent-test--file-text path))))))
 
 (require 'nagent-ui-tests)
+(require 'nagent-code-action-tests)
 
 (provide 'nagent-tests)
 ;;; nagent-tests.el ends here

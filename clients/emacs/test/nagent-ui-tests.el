@@ -426,6 +426,7 @@ the buffer shows the server's text, unmodified, without a conflict."
                                  lsp--buffer-workspaces)))
                   (< (float-time) deadline))
         (accept-process-output nil 0.1))
+      (nagent-snippet-press-prefix)
       (princ (format \"KEY=%s\\nNAGENT=%s\\n\" (key-binding (kbd \"C-c n e\"))
                      (and ws (lsp--workspace-status ws))))
       (kill-emacs 0))))"
@@ -435,9 +436,19 @@ the buffer shows the server's text, unmodified, without a conflict."
   "(with-current-buffer (find-file-noselect (getenv \"NAGENT_SNIPPET_FILE\"))
   (python-mode)
   (let ((status (nagent-status)))
+    (nagent-snippet-press-prefix)
     (princ (format \"KEY=%s\\nMODEL=%s\\n\" (key-binding (kbd \"C-c n e\")) (plist-get status :model)))
     (kill-emacs 0)))"
   "Runs a nagent command, which starts eglot on demand.")
+
+(defconst nagent-test--press-prefix
+  "(defun nagent-snippet-press-prefix ()
+  \"Press C-c n once when it is use-package's :bind-keymap loader, as a user would.\"
+  (let ((prefix (key-binding (kbd \"C-c n\"))))
+    (when (and (commandp prefix) (not (keymapp prefix)))
+      (execute-kbd-macro (kbd \"C-c n\"))
+      (setq unread-command-events nil))))"
+  "Defines `nagent-snippet-press-prefix' for the drivers.")
 
 (defun nagent-test--run-snippet (snippet driver)
   "Run SNIPPET as the init file of a fresh HOME, then DRIVER; return the output."
@@ -458,7 +469,7 @@ the buffer shows the server's text, unmodified, without a conflict."
                                       (mapconcat #'shell-quote-argument nagent-test-server-command " ")))
           (set-file-modes (expand-file-name "nagent-lsp" bin) #o755)
           (nagent-test--write init snippet)
-          (nagent-test--write drv driver)
+          (nagent-test--write drv (concat nagent-test--press-prefix "\n" driver))
           (let ((process-environment
                  (append (list (concat "HOME=" home)
                                (concat "PATH=" bin ":" (getenv "PATH"))
@@ -470,22 +481,38 @@ the buffer shows the server's text, unmodified, without a conflict."
       (delete-directory repo t)
       (delete-directory home t))))
 
+(defun nagent-test--check-snippet (snippet)
+  "Run SNIPPET on a fresh HOME through the suite's back end; check nagent started."
+  (let ((out (nagent-test--run-snippet snippet (if (eq nagent-test-backend 'lsp-mode)
+                                                   nagent-test--lsp-driver
+                                                 nagent-test--eglot-driver))))
+    (should (equal (car out) 0))
+    (should (string-match-p "^KEY=nagent-edit$" (cadr out)))
+    (if (eq nagent-test-backend 'lsp-mode)
+        (should (string-match-p "^NAGENT=initialized$" (cadr out)))
+      (should (string-match-p "^MODEL=gpt-4.1-mini$" (cadr out))))))
+
 (ert-deftest nagent-readme-snippet-on-fresh-home ()
   "The README's Emacs set-up, loaded as the init file of a fresh HOME, starts nagent:
 through lsp-mode beside the usual server with no nagent command, through eglot on demand."
   (dolist (readme (list (expand-file-name "README.md" nagent-test-repo-root)
                         (expand-file-name "clients/emacs/README.md" nagent-test-repo-root)))
-    (let* ((snippet (nagent-test--readme-snippet
-                     readme (if (string-match-p "clients/emacs" readme) "## Install" "### Emacs")))
-           (out (nagent-test--run-snippet snippet (if (eq nagent-test-backend 'lsp-mode)
-                                                      nagent-test--lsp-driver
-                                                    nagent-test--eglot-driver))))
+    (let ((snippet (nagent-test--readme-snippet
+                    readme (if (string-match-p "clients/emacs" readme) "## Install" "### Emacs"))))
       (should-not (string-match-p "use-package" snippet))
-      (should (equal (car out) 0))
-      (should (string-match-p "^KEY=nagent-edit$" (cadr out)))
-      (if (eq nagent-test-backend 'lsp-mode)
-          (should (string-match-p "^NAGENT=initialized$" (cadr out)))
-        (should (string-match-p "^MODEL=gpt-4.1-mini$" (cadr out)))))))
+      (nagent-test--check-snippet snippet))))
+
+(ert-deftest nagent-readme-use-package-snippet-on-fresh-home ()
+  "clients/emacs/README.md's `use-package' form, after (require \='use-package) as the
+README says for Emacs 28, works on a fresh HOME (C-c n e is `nagent-edit' once C-c n is
+pressed: :bind-keymap loads the keymap then)."
+  (unless (locate-library "use-package")
+    (ert-skip "use-package is not installed (Debian: elpa-use-package)"))
+  (let ((snippet (nagent-test--readme-snippet
+                  (expand-file-name "clients/emacs/README.md" nagent-test-repo-root)
+                  "With `use-package`")))
+    (should (string-match-p "\\`(use-package nagent" snippet))
+    (nagent-test--check-snippet (concat "(require 'use-package)\n" snippet))))
 
 (provide 'nagent-ui-tests)
 ;;; nagent-ui-tests.el ends here

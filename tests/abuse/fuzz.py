@@ -42,6 +42,14 @@ COMMANDS = (
     "nagent.conversation.load",
     "nagent.conversation.summarize",
     "nagent.conversation.compact",
+    "nagent.review.list",
+    "nagent.review.show",
+    "nagent.review.apply",
+    "nagent.review.discard",
+    "nagent.agents.list",
+    "nagent.recipes.list",
+    "nagent.recipe.run",
+    "nagent.codeAction.run",
 )
 CHEAP_COMMANDS = ("nagent.status", "nagent.history", "nagent.coedits", "nagent.conversation.list")
 UNUSUAL_METHODS = (
@@ -126,6 +134,13 @@ FIELDS = (
     "dryRun",
     "instruction",
     "agent",
+    "id",
+    "accept",
+    "hunks",
+    "rest",
+    "recipe",
+    "command",
+    "argument",
     "bogusField",
 )
 
@@ -241,9 +256,20 @@ class Fuzzer:
             "nagent.instruction.apply": {"line": number},
             "nagent.edit": {"request": text, "preview": self.rng.random() < 0.5},
             "nagent.patch": {"indexPath": self.rng.choice(["/", "", "index.json", "/tmp/none/index.json"])},
+            "nagent.review.show": {"id": self.rng.choice(names)},
+            "nagent.review.apply": {
+                "id": self.rng.choice(names),
+                "accept": self.rng.choice([[], ["h1"], ["h1", "h1"]]),
+            },
+            "nagent.review.discard": {"id": self.rng.choice(names), "hunks": self.rng.choice([["h1"], ["../x"]])},
+            "nagent.recipe.run": {"recipe": self.rng.choice(names), "request": text},
+            "nagent.codeAction.run": {
+                "command": self.rng.choice(["nagent.status", "nagent.history", "nagent.codeAction.run", "x"]),
+                "argument": {"uri": self._uri()},
+            },
         }
         argument = {"uri": self._uri(), **fields.get(name, {})}
-        if name == "nagent.patch":
+        if name in ("nagent.patch", "nagent.review.show", "nagent.review.apply", "nagent.review.discard"):
             argument.pop("uri")
         if name == "nagent.edit" and self.rng.random() < 0.5:
             a, b = self.rng.choice(POSITIONS_GOOD), self.rng.choice(POSITIONS_GOOD)
@@ -277,9 +303,8 @@ class Fuzzer:
             arguments = [self._plausible(name)]
         if name not in COMMANDS:
             codes = frozenset({INVALID_PARAMS})  # pygls: an unknown command is an invalid params
-        if name in ("nagent.edit", "nagent.summarize", "nagent.instruction.apply") or name.startswith(
-            "nagent.conversation.c"
-        ):
+        long_running = ("nagent.edit", "nagent.summarize", "nagent.instruction.apply", "nagent.recipe.run")
+        if name in long_running or name.startswith(("nagent.conversation.c", "nagent.codeAction.run")):
             codes = None if codes is COMMAND_ANSWERS else codes  # may also be cancelled by the run lock's queue
         params: dict[str, Any] = {"command": name}
         if arguments is not MISSING:

@@ -142,3 +142,33 @@ def test_warm_states_the_cost_asks_and_summarises_with_a_progress_bar(tmp_path, 
     }
     again = cli(a, isolated_home, "summaries", "warm", "app.py", "--yes", env=env)
     assert again.returncode == 0 and "already has a summary" in again.stdout
+
+
+def test_warm_summarises_past_the_first_page_and_a_teammates_cli_shows_them_for_free(
+    tmp_path, fake_model, isolated_home
+) -> None:
+    # More commits than the per-file first page (50) answered before the index exists: warm must not stop there.
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    a = tmp_path / "a"
+    build_repo(a, [Commit(f"step {i}", {"app.py": f"{i}\n"}) for i in range(60)])
+    git(a, "remote", "add", "origin", str(remote))
+    git(a, "push", "-q", "origin", "main")
+    user_config = isolated_home / ".nagent" / "config.json"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps(SHARED), encoding="utf-8")
+    fake_model.responder = summarising_responder
+    env = {"OPENAI_BASE_URL": fake_model.base_url, "OPENAI_API_KEY": "sk-test", "NAGENT_MODEL": "fake-model"}
+    done = cli(a, isolated_home, "summaries", "warm", "app.py", "--max-commits", "60", "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "summarised 60 of 60 commit(s) and written to git notes" in done.stdout
+    assert cli(a, isolated_home, "summaries", "push", env=env).returncode == 0
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(b))
+    assert cli(b, isolated_home, "summaries", "fetch", env=env).returncode == 0
+    spent = len(fake_model.chat_requests)
+    shown = cli(b, isolated_home, "history", "app.py", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    commits = json.loads(shown.stdout)["commits"]
+    assert commits and all(c["summary"] == f"Model says {c['hash'][:7]} touched app.py." for c in commits)
+    assert len(fake_model.chat_requests) == spent  # read from the notes, not paid for again

@@ -92,7 +92,7 @@ def warm(args: argparse.Namespace) -> int:
             if found is None:
                 raise UserError(f"{path} is not a file of a git repository in the workspace")
             service, rel = found
-            entry = service.entry(rel, hs, sync=True)
+            entry = service.entry(rel, hs, sync=True, page=args.max_commits)  # all it will summarise, not a first page
             if entry is None:
                 continue
             todo, subjects, names = service.missing_summaries(entry, args.max_commits)

@@ -592,10 +592,13 @@ class HistoryService:
             self._ignore_key = key
         return self._ignore_revs
 
-    def entry(self, rel: str, hs: HistorySettings, *, sync: bool = True, wait: float = 0.0) -> _Entry | None:
+    def entry(
+        self, rel: str, hs: HistorySettings, *, sync: bool = True, wait: float = 0.0, page: int = FIRST_PAGE
+    ) -> _Entry | None:
         """The file's history at HEAD (`rel` as the file system gave it). `sync`: a command may wait for git (an
         incremental update, a first page); a hover passes sync=False and waits at most `wait` seconds in all.
-        Never an answer from another HEAD's view. None: no HEAD (an unborn branch, not a repository)."""
+        `page`: how many commits the per-file query fetches before the index is ready (a batch job asks for all
+        it will use). Never an answer from another HEAD's view. None: no HEAD (an unborn branch, not a repository)."""
         deadline = time.monotonic() + wait
         raw = to_bytes(rel)
         head = read_head(self.root)
@@ -617,8 +620,8 @@ class HistoryService:
                 update = self._schedule_refresh()
                 futures_wait([update], timeout=min(UPDATE_GRACE, max(0.0, deadline - time.monotonic())))
                 if not update.done() and head is not None:
-                    page = self._page_future(raw, head, min(hs.maxCommits, FIRST_PAGE))
-                    futures_wait([update, page], max(0.0, deadline - time.monotonic()), FIRST_COMPLETED)
+                    pending = self._page_future(raw, head, min(hs.maxCommits, page))
+                    futures_wait([update, pending], max(0.0, deadline - time.monotonic()), FIRST_COMPLETED)
             with self._lock:
                 index = self._index
         if index is not None and index.head == head:
@@ -627,7 +630,7 @@ class HistoryService:
         if head is None:
             self._first_answer.set()
             return None
-        return self._entry_before_index(raw, head, hs, sync, deadline)
+        return self._entry_before_index(raw, head, hs, sync, deadline, page)
 
     def _entry_from_index(self, index: RepoIndex, raw: bytes, hs: HistorySettings) -> _Entry:
         ignored = self._ignored()
@@ -642,11 +645,13 @@ class HistoryService:
             self._entries.put(key, entry)
             return entry
 
-    def _entry_before_index(self, raw: bytes, head: str, hs: HistorySettings, sync: bool, deadline: float) -> _Entry:
+    def _entry_before_index(
+        self, raw: bytes, head: str, hs: HistorySettings, sync: bool, deadline: float, first_page: int = FIRST_PAGE
+    ) -> _Entry:
         """Before the index is ready for `head`: the first page (waited for within the deadline unless `sync`), or
         what the background build has streamed when that holds more of the file's commits."""
         ignored = self._ignored()
-        size = min(hs.maxCommits, FIRST_PAGE)
+        size = min(hs.maxCommits, first_page)
         key = (raw, head, size)
         with self._lock:
             page = self._pages.get(key)
@@ -1006,6 +1011,14 @@ class HistoryService:
     def summarize_now(self, todo: list[tuple[str, str]], subjects: dict, names: list[str]) -> None:
         """Summarise `todo` in the caller's thread (notes first when shared, then the model)."""
         self._summarize(self._summarizer, todo, subjects, names)
+
+    def summaries_from_notes(self, entry: _Entry, hs: HistorySettings) -> None:
+        """In the caller's thread, without asking a model: the shared notes' summaries of the file's newest commits
+        (a one-shot CLI shows what the team already paid for; the server does this in `request_summaries`)."""
+        if self.share is None or not hs.summarize:
+            return
+        todo, _subjects, _names = self.missing_summaries(entry, SUMMARY_LIMIT)
+        self.take_from_notes(todo)
 
     def take_from_notes(self, todo: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Take what the shared notes hold into the cache; returns what is still missing."""

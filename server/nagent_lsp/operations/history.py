@@ -126,6 +126,8 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
         }
     if background:  # a one-shot CLI process would exit before a background summary could land
         service.request_summaries(entry, hs)
+    else:  # but what the team shares in git notes costs nothing to show
+        service.summaries_from_notes(entry, hs)
     view = entry.view
     result: dict[str, Any] = {
         "file": view.file,

@@ -4,7 +4,11 @@ writeScope/denyWrite refusals, outsideSelection."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,9 +88,14 @@ async def test_change_set_arrives_as_one_apply_edit(profile, workspace, editors,
         assert result["edits"] == sum(f["edits"] for f in result["files"])
         patch = Path(result["patchPath"]).read_text()
         assert "app.py" in patch and "test_app.py" in patch and "new_mod.py" in patch
+        assert "--- /dev/null\n+++ b/pkg/new_mod.py\n" in patch and "--- a/app.py\n+++ b/app.py\n" in patch
         convo = await conversation_of(editor, workspace / "test_app.py")
         assert "<nagent-change-result" in convo and "test sub too" in convo and "+def test_sub():" in convo
         assert Path(result["conversation"]["path"]).name in convo
+        created = await conversation_of(editor, workspace / "pkg" / "new_mod.py")
+        assert (
+            'created="true"' in created and "--- /dev/null\n+++ b/pkg/new_mod.py\n@@ -0,0 +1 @@\n+VALUE = 1" in created
+        )
 
 
 async def test_read_of_a_staged_file_answers_its_staged_text(workspace, editors, fake_model) -> None:
@@ -163,16 +172,201 @@ async def test_confirm_edits_keeps_the_change_for_review_and_discard_rejects_all
         assert discarded["rejected"] == ["h1"]
         assert editor.text(target) == APP + "\n"
         assert "return a + b  # sum" in await conversation_of(editor, target)
+        # The next request on the file tells the model what the user refused.
+        fake_model.script(DONE)
+        await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "again"})
+        sent = json.dumps(fake_model.chat_requests[-1].messages)
+        assert "nagent-review-result" in sent and "Rejected by the user: h1" in sent and "# sum" in sent
 
 
-async def test_a_users_no_is_never_sent_again(workspace, editors, fake_model) -> None:
+# How each editor says no to an applyEdit: VS Code answers applied=false with no reason, eglot "User canceled
+# server edit" (the applyEdit it asks about), Neovim a reason of its own.
+DECLINED = {"vscode": None, "eglot": "User canceled server edit", "neovim": "the user declined"}
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
+async def test_a_users_no_is_never_sent_again(profile, workspace, editors, fake_model) -> None:
     target = make_repo(workspace)
-    fake_model.script(text(write("app.py", NEW_APP)), DONE)
-    async with editors.open("eglot", workspace, model=True) as editor:
+    fake_model.script(text(write("app.py", NEW_APP) + write("test_app.py", NEW_TEST)), DONE)
+    async with editors.open(profile, workspace, model=True) as editor:
         editor.open(target)
-        editor.reject_edits, editor.reject_reason = 1, "User canceled server edit"
+        editor.reject_edits, editor.reject_reason = 1, DECLINED[profile]
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x"})
-        assert result["applied"] is False and len(editor.recorded.apply_edits) == 1
+        assert result["applied"] is False and len(editor.recorded.apply_edits) == 1, result
+        assert editor.text(target) == APP + "\n" and (workspace / "test_app.py").read_text() == TEST + "\n"
+        assert "<nagent-change-result" not in await conversation_of(editor, workspace / "test_app.py")
+        # A declined review.apply is not re-sent either, and the proposal stays as it was.
+        proposal = await review_run_again(editor, fake_model, target)
+        editor.reject_edits = 1
+        declined = await editor.command("nagent.review.apply", {"id": proposal["id"]})
+        assert declined["applied"] is False and len(editor.recorded.apply_edits) == 2, declined
+        listed = await editor.command("nagent.review.list", {})
+        assert [sum(f["hunks"] for f in p["files"]) for p in listed["proposals"]] == [3]
+        assert "<nagent-review-result" not in await conversation_of(editor, target)
+
+
+async def review_run_again(editor, fake_model, target: Path) -> dict:
+    script_three_files(fake_model)
+    result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "test sub", "preview": True})
+    assert result["reason"] == "awaiting review", result
+    return result["proposal"]
+
+
+class HeldSecondReply:
+    """The model's first reply (the writes) at once, its second held until the test has changed a buffer: the
+    user types after the model wrote a file and before the run delivers its change set."""
+
+    def __init__(self, first: str):
+        self.first, self.release, self.calls = first, threading.Event(), 0
+
+    def __call__(self, request) -> str | dict:
+        self.calls += 1
+        if self.calls == 2:
+            self.release.wait(60)  # a bound for a test that fails before releasing it
+        return self.first if self.calls == 1 else DONE
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot"])
+async def test_a_conflict_in_any_file_applies_nothing_and_names_it(profile, workspace, editors, fake_model):
+    target = make_repo(workspace)
+    test_file = workspace / "test_app.py"
+    held = fake_model.responder = HeldSecondReply(write("app.py", NEW_APP) + write("test_app.py", NEW_TEST))
+    async with editors.open(profile, workspace, model=True) as editor:
+        editor.open(target)
+        editor.open(test_file)
+        try:
+            _, pending = editor.start_command("nagent.edit", {"uri": editor.uri(target), "request": "x"})
+            await asyncio.to_thread(fake_model.wait_for_requests, 2, 60)
+            users = (TEST + "\n").replace("assert add(1, 2) == 3", "assert add(2, 2) == 4") + "\n# the user's\n"
+            editor.change(test_file, users)
+            await editor.command("nagent.status")  # answered after the change above was taken in
+        finally:
+            held.release.set()
+        result = await asyncio.wait_for(pending, 60)
+        assert result["applied"] is False and "conflict" in result["reason"] and "test_app.py" in result["reason"]
+        assert not editor.recorded.apply_edits
+        assert editor.text(target) == APP + "\n" and editor.text(test_file) == users
+        assert not (workspace / ".nagent" / "patches").exists()
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
+async def test_hunks_changed_beyond_merge_are_conflicts_and_never_half_applied(profile, workspace, editors, fake_model):
+    target = make_repo(workspace)
+    test_file = workspace / "test_app.py"
+    async with editors.open(profile, workspace, model=True) as editor:
+        editor.open(target)
+        editor.open(test_file)
+        proposal = await review_run(editor, fake_model, target)
+        ids = {f["uri"]: f["hunks"][0]["id"] for f in proposal["files"]}
+        test_hunk = ids[editor.uri(test_file)]
+        # The user rewrites the end of the test file, where the proposal adds test_sub.
+        users = TEST.replace("assert add(1, 2) == 3", "assert add(1, 2) == 3, 'sum'")
+        editor.change(test_file, users)
+        only = {"id": proposal["id"], "accept": [test_hunk], "rest": "keep"}
+        only = await editor.command("nagent.review.apply", only)
+        assert only["applied"] is False and only["conflicts"] == [test_hunk], only
+        assert "test_app.py" in only["reason"] and "nothing was applied" in only["reason"]
+        assert not editor.recorded.apply_edits and editor.text(test_file) == users
+        convo = await conversation_of(editor, target)
+        assert f"Not applied, the file changed beyond merge: {test_hunk}" in convo and "def test_sub():" in convo
+        # The hunks that still apply apply whole; the conflicting one is no longer pending.
+        rest = await editor.command("nagent.review.apply", {"id": proposal["id"]})
+        assert rest["applied"] is True and rest["conflicts"] == [] and editor.text(target) == NEW_APP, rest
+        new_mod = workspace / "pkg" / "new_mod.py"  # in a buffer where the editor creates files, else on disk
+        assert editor.text(test_file) == users
+        assert (editor.text(new_mod) if editor.uri(new_mod) in editor.buffers else new_mod.read_text()) == NEW_MOD
+        error = await editor.command_error("nagent.review.apply", {"id": proposal["id"], "accept": [test_hunk]})
+        assert "already resolved" in str(error)
+
+
+async def published(editor, uri: str, condition) -> list[types.Diagnostic]:
+    """The diagnostics of `uri` once `condition(diagnostics)` holds, waiting for each publishDiagnostics the
+    server sends (the state is checked before every wait: no notification is missed)."""
+    while not condition(list(editor.client.diagnostics.get(uri) or [])):
+        notification = editor.client.protocol.wait_for_notification_async(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        await asyncio.wait_for(notification, 60)
+    return list(editor.client.diagnostics[uri])
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
+async def test_pending_hunks_follow_the_users_typing(profile, workspace, editors, fake_model) -> None:
+    target = make_repo(workspace)
+    async with editors.open(profile, workspace, model=True) as editor:
+        uri = editor.open(target)
+        proposal = await review_run(editor, fake_model, target)
+        (diag,) = await published(editor, uri, lambda d: len(d) == 1)
+        assert diag.range.start.line == 1
+        # Lines added above the hunk: it moves down with its lines.
+        editor.change(target, "import math\n# two lines\n" + APP + "\n")
+        (diag,) = await published(editor, uri, lambda d: len(d) == 1 and d[0].range.start.line != 1)
+        assert (diag.range.start.line, diag.range.end.line) == (3, 4) and "return a + b  # sum" in diag.message
+        shown = await editor.command("nagent.review.show", {"id": proposal["id"]})
+        (app,) = [f for f in shown["files"] if f["uri"] == uri]
+        assert app["hunks"][0]["range"]["start"]["line"] == 3 and app["hunks"][0]["applies"] is True
+        # The user rewrites the hunk's own line: it is still shown where it was, saying it no longer applies.
+        editor.change(target, "import math\n# two lines\n" + (APP + "\n").replace("return a + b", "return b + a"))
+        (diag,) = await published(editor, uri, lambda d: len(d) == 1 and "no longer applies" in d[0].message)
+        assert diag.range.start.line == 3 and diag.code == "h1"
+        shown = await editor.command("nagent.review.show", {"id": proposal["id"]})
+        (app,) = [f for f in shown["files"] if f["uri"] == uri]
+        assert app["hunks"][0]["range"]["start"]["line"] == 3 and app["hunks"][0]["applies"] is False
+        titles = [a.title for a in await _actions(editor, target, 3)]
+        assert any("reject this change" in t for t in titles), titles
+        # Typed back: it applies again; resolved: the diagnostics clear.
+        editor.change(target, APP + "\n")
+        (diag,) = await published(editor, uri, lambda d: len(d) == 1 and "no longer" not in d[0].message)
+        assert diag.range.start.line == 1
+        await editor.command("nagent.review.discard", {"id": proposal["id"]})
+        assert await published(editor, uri, lambda d: not d) == []
+
+
+async def test_a_created_files_patch_creates_it_with_git_apply(workspace, editors, fake_model, tmp_path) -> None:
+    target = make_repo(workspace)
+    async with editors.open("vscode", workspace, model=True) as editor:
+        editor.open(target)
+        proposal = await review_run(editor, fake_model, target)
+    patch = workspace / ".nagent" / "proposals" / proposal["id"] / "change.patch"
+    assert "--- /dev/null\n+++ b/pkg/new_mod.py\n@@ -0,0 +1 @@\n+VALUE = 1\n" in patch.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=elsewhere, check=True)
+    for name in ("app.py", "test_app.py"):
+        shutil.copy(workspace / name, elsewhere / name)
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=elsewhere, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    # It creates the file: where one exists already (even empty), git refuses it instead of patching that file.
+    (elsewhere / "pkg").mkdir()
+    (elsewhere / "pkg" / "new_mod.py").touch()
+    exists = subprocess.run(["git", "apply", "--check", str(patch)], cwd=elsewhere, capture_output=True, text=True)
+    assert exists.returncode != 0 and "pkg/new_mod.py: already exists" in exists.stderr, exists.stderr
+    (elsewhere / "pkg" / "new_mod.py").unlink()
+    subprocess.run(["git", "apply", str(patch)], cwd=elsewhere, check=True)
+    assert (elsewhere / "pkg" / "new_mod.py").read_text() == NEW_MOD
+    assert (elsewhere / "app.py").read_text() == NEW_APP and (elsewhere / "test_app.py").read_text() == NEW_TEST
+
+
+async def test_proposals_of_a_nested_repository_are_listed(workspace, fake_model, model_env, isolated_home) -> None:
+    (workspace / "top.py").write_text("top = 1\n")
+    nested = workspace / "vendor" / "lib"
+    build_repo(nested, [Commit("lib", {"mod.py": "x = 1\n"})])
+    target = nested / "mod.py"
+    fake_model.script(text(write("vendor/lib/mod.py", "x = 2\n")), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x", "preview": True})
+        proposal = result["proposal"]
+        assert (nested / ".nagent" / "proposals" / proposal["id"] / "proposal.json").is_file()
+        assert not (workspace / ".nagent" / "proposals").exists()
+        listed = await editor.command("nagent.review.list", {})
+        assert [p["id"] for p in listed["proposals"]] == [proposal["id"]]
+    # After a restart: listed once the server has used the nested repository's state root (a file of it opened).
+    async with open_editor("eglot", workspace, isolated_home, env=model_env) as editor:
+        uri = editor.open(target)
+        assert [d.code for d in await published(editor, uri, lambda d: len(d) == 1)] == ["h1"]
+        listed = await editor.command("nagent.review.list", {})
+        assert [p["id"] for p in listed["proposals"]] == [proposal["id"]]
+        applied = await editor.command("nagent.review.apply", {"id": proposal["id"]})
+        assert applied["applied"] is True and editor.text(target) == "x = 2\n"
 
 
 async def test_proposal_survives_a_restart(workspace, fake_model, model_env, isolated_home) -> None:
@@ -248,6 +442,9 @@ async def test_zero_plugin_diagnostics_and_code_actions(profile, workspace, edit
         ({"writeScope": "target"}, "test_app.py", 'writeScope setting is "target"'),
         ({}, ".env.local", "denyWrite"),
         ({}, ".git/config", "denyWrite"),
+        ({}, "vendor/lib/.git/hooks/pre-commit", "denyWrite"),
+        ({}, "vendor/lib/.nagent/config.json", "denyWrite"),
+        ({"denyWrite": ["secrets/**"]}, "deploy/secrets/prod.yml", "denyWrite"),
         ({"denyWrite": ["*.lock"]}, "deps/Poetry.LOCK", "denyWrite"),
         ({}, "../outside.py", "outside the workspace"),
         ({}, ".nagent/config.json", "state folder"),

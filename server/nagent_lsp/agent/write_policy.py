@@ -3,8 +3,9 @@
 
 `writeScope: "target"`: the target or its split segments, nothing else (`check_write`). `writeScope: "workspace"`
 (the default) adds any regular file inside the workspace folders and new files there, except what `denyWrite` or
-`denyRead` match (case-insensitively, on the resolved path relative to its folder, and on the path as written) and
-the state root. No deletes. Then the session's `write_permission` hook (agent permissions) has its say.
+`denyRead` match (case-insensitively, on the resolved path relative to its folder, and on the path as written; a
+denyWrite glob also on every tail of it, so `.git/**` covers a nested repository's `.git`) and the state root. No
+deletes. Then the session's `write_permission` hook (agent permissions) has its say.
 
 Nothing is written here: the caller stages the text (`EditSession.stage`) and nothing reaches disk during the run.
 """
@@ -83,9 +84,11 @@ def _workspace_write(session: EditSession, path_str: str) -> WriteTarget:
         if base is None:
             continue
         relative = PurePosixPath(candidate.relative_to(base).as_posix())
-        glob = denied_by(relative, session.settings.denyWrite)
-        if glob is not None:
-            raise Refused(f"write not allowed: {path_str} matches the denyWrite pattern {glob!r}")
+        # Every tail of the path too: `.git/**` is a nested repository's `.git` as well (its hooks run code).
+        for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
+            glob = denied_by(tail, session.settings.denyWrite)
+            if glob is not None:
+                raise Refused(f"write not allowed: {path_str} matches the denyWrite pattern {glob!r}")
         glob = denied_by(relative, rules.deny)
         if glob is not None:
             raise Refused(f"write not allowed: {path_str} matches the denyRead pattern {glob!r}")

@@ -41,7 +41,8 @@ def run_review(args: argparse.Namespace) -> int:
 
 def hunk_diff(file: dict[str, Any], hunk: dict[str, Any]) -> str:
     """A hunk as a small unified diff (its own lines only)."""
-    return unified_diff(hunk["oldText"], hunk["newText"], file["path"], context=0) or "(no textual change)\n"
+    diff = unified_diff(hunk["oldText"], hunk["newText"], file["path"], context=0, created=bool(file["created"]))
+    return diff or "(no textual change)\n"
 
 
 async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any]) -> dict[str, Any] | None:

@@ -287,6 +287,14 @@ class LspPort:
             for m in marks
         ]
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        if diagnostics:
+            self.server.review_shown.add(uri)
+        else:
+            self.server.review_shown.discard(uri)
+
+    def shows_review(self, uri: str) -> bool:
+        """Whether `uri` was last sent pending hunks (so an empty list clears them)."""
+        return uri in self.server.review_shown
 
 
 def _text_edit(spec: TextEditSpec) -> types.TextEdit:

@@ -480,6 +480,7 @@ class NagentServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None  # the event loop serving the client, once initialized
         self.pending_problems: list[str] = []  # found before the client can be shown messages
         self.background: set[asyncio.Future[Any]] = set()  # fire-and-forget work, kept referenced until it ends
+        self.review_shown: set[str] = set()  # documents last sent pending hunks as diagnostics (lsp/port.py)
 
     def in_background(self, future: asyncio.Future[Any]) -> None:
         """Keep fire-and-forget work referenced until it ends; its failure is logged, not lost."""

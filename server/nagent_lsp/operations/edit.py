@@ -352,14 +352,6 @@ async def _refresh_splits(splits: StagedSplits, target: Path, final: str) -> Non
             log.info("could not refresh %s: %s", index_path, exc)
 
 
-def _shown_path(state_root: Path, path: Path) -> str:
-    """The path a diff names: relative to the workspace the state root belongs to, when it is inside it."""
-    try:
-        return str(path.relative_to(state_root.parent))
-    except ValueError:
-        return str(path)
-
-
 async def _context_extras(session: Session, path: Path, text: str) -> dict[str, str]:
     """The {file-history} block (git, in a thread, bounded in time) and the cached {file-summary} of `text`."""
     from nagent_lsp.operations.history import file_history_block

@@ -18,6 +18,7 @@ port shows them (`EditorPort.publish_review`: Hint diagnostics over LSP).
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.store.patches import write_patch
 from nagent_lsp.tags.transcript import render_block
 from nagent_lsp.text.edits import split_lines, unified_diff
-from nagent_lsp.text.merge import LineHunk, line_hunks, map_line, merge_hunks
+from nagent_lsp.text.merge import LineHunk, Placed, line_hunks, merge_hunks, place_hunks
 
 log = logging.getLogger("nagent_lsp")
 
@@ -53,9 +54,11 @@ def shown_path(state_root: Path, path: Path) -> str:
         return str(path)
 
 
-def change_patch(state_root: Path, files: Iterable[tuple[Path, str, str]]) -> str:
-    """One unified diff for (path, old, new) of every file."""
-    return "".join(unified_diff(old, new, shown_path(state_root, path)) for path, old, new in files)
+def change_patch(state_root: Path, files: Iterable[tuple[Path, str, str, bool]]) -> str:
+    """One unified diff for (path, old, new, created) of every file; a created file's starts `--- /dev/null`."""
+    return "".join(
+        unified_diff(old, new, shown_path(state_root, path), created=created) for path, old, new, created in files
+    )
 
 
 async def deliver(
@@ -74,7 +77,7 @@ async def deliver(
     outcome = await port.apply_changes(changes, label)
     if not outcome.applied:
         return outcome, None
-    patch = change_patch(state_root, ((f.path, f.base_text, f.final_text) for f in outcome.files))
+    patch = change_patch(state_root, ((f.path, f.base_text, f.final_text, f.created) for f in outcome.files))
     patch_path = write_patch(state_root / "patches", target, patch)
     await record_in_other_conversations(session, port, outcome.files, target, request, conversation, state_root)
     return outcome, patch_path
@@ -98,7 +101,9 @@ async def record_in_other_conversations(
     for changed in files:
         if changed.path == target:
             continue
-        diff = unified_diff(changed.base_text, changed.final_text, shown_path(state_root, changed.path))
+        diff = unified_diff(
+            changed.base_text, changed.final_text, shown_path(state_root, changed.path), created=changed.created
+        )
         body = (
             f"{'Created' if changed.created else 'Changed'} as part of a change to {target} made in the conversation "
             f"{conversation}, for the request:\n{request.strip()}\n\nThe diff of this file:\n{diff}"
@@ -193,41 +198,49 @@ def propose(
 ) -> dict[str, Any]:
     """Store the change set as a proposal (nothing applied), show its hunks; returns `nagent.review.show`'s shape."""
     proposal = build_proposal(changes, request=request, conversation=conversation, target=target)
-    patch = change_patch(state_root, ((c.path, c.base_text, c.new_text) for c in changes))
-    proposals.save(state_root, proposal, patch)
+    patch = change_patch(state_root, ((c.path, c.base_text, c.new_text, c.created) for c in changes))
+    session.proposal_index(state_root).create(proposal, patch)
     publish(session, port, [f["uri"] for f in proposal["files"]])
     return shown(proposal, port)
 
 
-def state_roots(session: Session) -> list[Path]:
-    """Where proposals of this workspace live: the state root of each workspace folder (or the stateRoot)."""
+def state_roots(session: Session, also: Path | None = None) -> list[Path]:
+    """Where this workspace's proposals live: the state root of each workspace folder (or the stateRoot setting),
+    then every other state root the session has used inside a workspace folder — a nested repository has its own
+    (`config/state_root.py`) — and `also` (the state root of the file asked about)."""
     roots: list[Path] = []
     for folder in session.workspace_folders or [None]:  # type: ignore[list-item]
         root = session.state_root(folder).path
         if root not in roots:
             roots.append(root)
+    if also is not None and also not in roots:
+        roots.append(also)
+    for root in session.state_roots_used():
+        if root not in roots and any(root.parent.is_relative_to(f) for f in session.workspace_folders):
+            roots.append(root)
     return roots
 
 
-def pending_proposals(session: Session) -> list[tuple[Path, dict[str, Any]]]:
-    found = []
-    for root in state_roots(session):
-        for proposal_id in proposals.ids(root):
-            proposal = proposals.load(root, proposal_id)
-            if proposal is not None and proposal.get("status") == PENDING:
-                found.append((root, proposal))
-    return found
+def pending_proposals(session: Session, also: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Every pending proposal of the workspace (`state_roots`), from each root's in-memory index. The proposals are
+    the index's own dicts: read them, never change them."""
+    return [(root, p) for root in state_roots(session, also) for p in session.proposal_index(root).pending()]
 
 
 def _find(session: Session, proposal_id: str) -> tuple[Path, dict[str, Any]]:
+    """The pending proposal (a copy the caller may change) and its state root; InvalidArgument naming `id` when
+    there is no such proposal or it was resolved."""
     if not proposals.valid_id(proposal_id):
         raise InvalidArgument("id", "is not a proposal id (they look like p20250101T120000Z-1a2b3c4d)")
-    for root in state_roots(session):
-        proposal = proposals.load(root, proposal_id)
-        if proposal is not None:
-            if proposal.get("status") != PENDING:
-                raise InvalidArgument("id", f"proposal {proposal_id} was already resolved ({proposal.get('status')})")
-            return root, proposal
+    roots = state_roots(session)
+    for root in roots:
+        for proposal in session.proposal_index(root).pending():
+            if proposal["id"] == proposal_id:
+                return root, copy.deepcopy(proposal)
+    for root in roots:
+        resolved = proposals.load(root, proposal_id)
+        if resolved is not None:
+            raise InvalidArgument("id", f"proposal {proposal_id} was already resolved ({resolved.get('status')})")
     raise InvalidArgument("id", f"no proposal {proposal_id} in this workspace")
 
 
@@ -245,25 +258,33 @@ def _pending(file: dict[str, Any]) -> list[dict[str, Any]]:
     return [h for h in file["hunks"] if h.get("status") == PENDING]
 
 
+def placed(file: dict[str, Any], hunks: Sequence[dict[str, Any]], current: str) -> list[Placed]:
+    """Where each of a proposal file's hunks is in the file's current text (`text.merge.place_hunks`): the one
+    placement `nagent.review.show` and the zero-plugin diagnostics share."""
+    return place_hunks(file["baseText"], current, [LineHunk(h["start"], h["end"], h["oldText"], "") for h in hunks])
+
+
 def shown(proposal: dict[str, Any], port: EditorPort) -> dict[str, Any]:
-    """`nagent.review.show`: the pending hunks, their ranges in each document's current text (whole lines)."""
+    """`nagent.review.show`: the pending hunks, their ranges in each document's current text (whole lines), and
+    whether each still applies (`applies: false`: its lines changed since; the range says where they were)."""
     files = []
     for file in proposal["files"]:
         hunks = _pending(file)
         if not hunks:
             continue
-        path = Path(file["path"])
-        current, _ = _current(port, path)
+        current, _ = _current(port, Path(file["path"]))
         shown_hunks = []
-        for hunk in hunks:
-            start = map_line(file["baseText"], current, hunk["start"])
-            end = start + (hunk["end"] - hunk["start"])
+        for hunk, where in zip(hunks, placed(file, hunks, current), strict=True):
             shown_hunks.append(
                 {
                     "id": hunk["id"],
-                    "range": {"start": {"line": start, "character": 0}, "end": {"line": end, "character": 0}},
+                    "range": {
+                        "start": {"line": where.start, "character": 0},
+                        "end": {"line": where.end, "character": 0},
+                    },
                     "oldText": hunk["oldText"],
                     "newText": hunk["newText"],
+                    "applies": where.found,
                 }
             )
         files.append({"uri": file["uri"], "path": file["path"], "created": file["created"], "hunks": shown_hunks})
@@ -278,12 +299,18 @@ def shown(proposal: dict[str, Any], port: EditorPort) -> dict[str, Any]:
 
 def marks_for(session: Session, port: EditorPort | None, uri: str, text: str | None = None) -> list[ReviewMark]:
     """Every pending hunk of every pending proposal on the document `uri`, placed in its current text (`text`,
-    else the port's buffer, else the disk)."""
+    else the port's buffer, else the disk) as `nagent.review.show` places it. A hunk whose lines changed since is
+    still shown (where they were), its message saying it no longer applies: the user can still reject it, and
+    accepting it reports the conflict."""
     marks: list[ReviewMark] = []
     path = uri_to_path(uri)
-    for _root, proposal in pending_proposals(session):
+    also = session.state_root(path).path if path is not None else None
+    for _root, proposal in pending_proposals(session, also):
         for file in proposal["files"]:
             if file["uri"] != uri and (path is None or file["path"] != str(path)):
+                continue
+            hunks = _pending(file)
+            if not hunks:
                 continue
             if text is not None:
                 current = text
@@ -291,12 +318,13 @@ def marks_for(session: Session, port: EditorPort | None, uri: str, text: str | N
                 current = _current(port, Path(file["path"]))[0]
             else:
                 current = file["baseText"]
-            for hunk in _pending(file):
-                start = map_line(file["baseText"], current, hunk["start"])
+            for hunk, where in zip(hunks, placed(file, hunks, current), strict=True):
                 first = next((line.strip() for line in split_lines(hunk["newText"]) if line.strip()), "")
                 message = f"nagent proposes: {first[:120]}" if first else "nagent proposes to delete these lines"
-                end = start + hunk["end"] - hunk["start"]
-                marks.append(ReviewMark(proposal["id"], hunk["id"], start, end, message))
+                if not where.found:
+                    what = f": {first[:120]}" if first else " (a deletion)"
+                    message = f"nagent's proposed change no longer applies (these lines changed since){what}"
+                marks.append(ReviewMark(proposal["id"], hunk["id"], where.start, where.end, message))
     return marks
 
 
@@ -350,10 +378,9 @@ def _check_hunks(proposal: dict[str, Any], wanted: list[str] | None, field: str)
 
 
 async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs) -> dict[str, Any]:
-    _root, found = _find(session, args.id)
+    _find(session, args.id)  # a bad id fails before a lock is made for it
     async with _lock(args.id):
-        root, proposal = _find(session, args.id)  # re-read: another command may have resolved it meanwhile
-        del _root, found
+        root, proposal = _find(session, args.id)  # again: another command may have resolved it meanwhile
         accept = _check_hunks(proposal, args.accept, "accept")
         changes: list[FileChange] = []
         conflicts: list[str] = []
@@ -383,6 +410,12 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
                     )
                 )
         result: dict[str, Any] = {"applied": False, "edits": 0, "files": [], "rejected": [], "conflicts": conflicts}
+        if conflicts:
+            where = {h["id"]: f["path"] for f in proposal["files"] for h in f["hunks"]}
+            named = ", ".join(f"{h} in {shown_path(root, Path(where[h]))}" for h in conflicts)
+            result["reason"] = f"conflict: {named} no longer applied (the file changed beyond merge); " + (
+                "the other accepted hunks were applied" if changes else "nothing was applied"
+            )
         target = Path(proposal["target"])
         patch_path: Path | None = None
         outcome_files: tuple[FileOutcome, ...] = ()
@@ -419,7 +452,7 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
         result["rejected"] = [h["id"] for _f, h in rejected]
         result["pending"] = [h["id"] for f in proposal["files"] for h in _pending(f)]
         _finish(proposal)
-        proposals.save(root, proposal)
+        session.proposal_index(root).save(proposal)
         await _record_review(session, port, proposal, accepted, rejected, conflicted)
         publish(session, port, [f["uri"] for f in proposal["files"]] + [f.uri for f in outcome_files])
         return result
@@ -437,7 +470,7 @@ async def review_discard(session: Session, port: EditorPort, args: ReviewDiscard
                     hunk["status"] = REJECTED
                     rejected.append((file, hunk))
         _finish(proposal)
-        proposals.save(root, proposal)
+        session.proposal_index(root).save(proposal)
         await _record_review(session, port, proposal, [], rejected, [])
         publish(session, port, [f["uri"] for f in proposal["files"]])
         return {

@@ -20,6 +20,7 @@ from nagent_lsp.store.root import ensure_root
 if TYPE_CHECKING:  # built on first use, so a server or CLI that never needs them does not import them
     from nagent_lsp.history.service import HistoryEvent, HistoryService
     from nagent_lsp.store.conversations import ConversationStore
+    from nagent_lsp.store.proposals import ProposalIndex
 
     HistoryListener = Callable[[HistoryService, HistoryEvent], None]
 
@@ -40,6 +41,9 @@ class Session:
     # told of every history service's build progress (the LSP layer turns it into $/progress)
     history_listeners: list[HistoryListener] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)
+    proposal_indexes: dict[str, ProposalIndex] = field(default_factory=dict)
+    # every state root resolved this session, in order (proposals of nested repositories live in theirs)
+    used_state_roots: dict[Path, None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reload(self) -> tuple[SettingError, ...]:
@@ -62,7 +66,15 @@ class Session:
         return fresh
 
     def state_root(self, target: Path | None = None) -> StateRoot:
-        return resolve_state_root(target, self.workspace_folders, self.settings.stateRoot)
+        root = resolve_state_root(target, self.workspace_folders, self.settings.stateRoot)
+        if root.path not in self.used_state_roots:
+            with self._lock:
+                self.used_state_roots.setdefault(root.path, None)
+        return root
+
+    def state_roots_used(self) -> list[Path]:
+        with self._lock:
+            return list(self.used_state_roots)
 
     def state_dir(self, target: Path | None = None, *parts: str) -> Path:
         """The state root for `target` (created on first use), or a folder inside it."""
@@ -76,6 +88,12 @@ class Session:
         from nagent_lsp.store.conversations import ConversationStore
 
         return self._shared(self.conversation_stores, str(root), lambda: ConversationStore(root))
+
+    def proposal_index(self, root: Path) -> ProposalIndex:
+        """The one index of a state root's pending proposals (store/proposals.py), loaded on first use."""
+        from nagent_lsp.store.proposals import ProposalIndex
+
+        return self._shared(self.proposal_indexes, str(root), lambda: ProposalIndex(root))
 
     def history_service(self, root: Path, cache_dir: Path) -> HistoryService:
         """One history service (index, caches, background worker) per (repository, cache folder)."""

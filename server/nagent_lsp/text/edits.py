@@ -266,12 +266,13 @@ def apply_edits(text: str, edits: list[TextEditSpec], encoding: str = "utf-16") 
     return "".join(out)
 
 
-def unified_diff(old: str, new: str, path: str, context: int = 3) -> str:
-    """A git-style unified diff (with "\\ No newline at end of file" markers); "" when nothing changed."""
+def unified_diff(old: str, new: str, path: str, context: int = 3, created: bool = False) -> str:
+    """A git-style unified diff (with "\\ No newline at end of file" markers); "" when nothing changed. A `created`
+    file's diff starts `--- /dev/null` (git's convention), so `git apply` and `patch` create it."""
     if old == new:
         return ""
     a, b = split_lines(old), split_lines(new)
-    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
+    out = [f"--- {'/dev/null' if created else f'a/{path}'}\n", f"+++ b/{path}\n"]
     for group in _groups(line_opcodes(a, b), len(a), context):
         i_start, j_start = group[0][0], group[0][2]
         i_end, j_end = group[-1][1], group[-1][3]

@@ -115,13 +115,64 @@ def merge_hunks(base: str, current: str, hunks: Sequence[LineHunk]) -> tuple[str
     return text, conflicts
 
 
-def map_line(base: str, current: str, line: int) -> int:
-    """Where line `line` of `base` is in `current` (the start of the region that replaced it, if it changed)."""
+NEAR = 100  # lines: how far from where a hunk's lines should be `place_hunks` looks for them
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a hunk of a base text is in the current text: its old lines are [start, end) there. `found` is False
+    when they are no longer there (the user changed them): start/end then say where they would have been."""
+
+    start: int
+    end: int
+    found: bool
+
+
+def place_hunks(base: str, current: str, hunks: Sequence[LineHunk]) -> list[Placed]:
+    """Each hunk (of `base`) in `current`: its recorded place is carried through the user's edits (one line diff of
+    base → current), then its old lines are looked for there and, failing that, at the nearest place within NEAR
+    lines (an insertion, which has no old lines, by the base lines on either side of it). A hunk whose lines are
+    not found no longer applies as proposed."""
+    a, b = split_lines(base), split_lines(current)
+    opcodes = [] if base == current else line_opcodes(a, b)
+    placed = []
+    for hunk in hunks:
+        hint = _map_line(opcodes, hunk.start)
+        size = hunk.end - hunk.start
+        if size:
+            want, lead = a[hunk.start : hunk.end], 0
+        else:  # an insertion: the lines around it must still be there, next to each other
+            lead = 1 if hunk.start > 0 else 0
+            want = a[hunk.start - lead : hunk.start + 1]
+        at = _nearest(b, want, hint - lead)
+        if at is None:
+            start = min(hint, len(b))
+            placed.append(Placed(start, min(start + size, len(b)), False))
+        else:
+            placed.append(Placed(at + lead, at + lead + size, True))
+    return placed
+
+
+def _map_line(opcodes: Sequence[tuple[int, int, int, int]], line: int) -> int:
+    """Where line `line` of the base is in the current text (the start of the region that replaced it, if it
+    changed)."""
     shift = 0
-    for i1, i2, j1, j2 in line_opcodes(split_lines(base), split_lines(current)):
+    for i1, i2, j1, j2 in opcodes:
         if i1 > line:
             break
         if line < i2:
             return j1
         shift = j2 - i2
     return line + shift
+
+
+def _nearest(lines: Sequence[str], want: Sequence[str], hint: int) -> int | None:
+    """The start nearest to `hint` (within NEAR) where `lines` hold `want`; None when nowhere."""
+    if not want:
+        return max(0, min(hint, len(lines)))
+    last = len(lines) - len(want)
+    for distance in range(NEAR + 1):
+        for at in (hint - distance, hint + distance) if distance else (hint,):
+            if 0 <= at <= last and lines[at] == want[0] and list(lines[at : at + len(want)]) == list(want):
+                return at
+    return None

@@ -1,5 +1,8 @@
 """`nagent.review.list|show|apply|discard` (DESIGN §4.1, §9), and the pending hunks of a document shown as Hint
-diagnostics when it is opened (the zero-plugin review; its code actions are in operations/code_actions.py)."""
+diagnostics (the zero-plugin review; its code actions are in operations/code_actions.py): when it is opened, and
+again a moment after the user stops typing in it, each hunk re-placed in the current text
+(`operations.review.marks_for`). A hunk whose lines the user changed stays shown where they were, saying it no
+longer applies."""
 
 from __future__ import annotations
 
@@ -7,12 +10,16 @@ import asyncio
 import logging
 from typing import Any
 
+from lsprotocol import types
+
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
 
 log = logging.getLogger("nagent_lsp")
+
+SETTLE = 0.25  # seconds without a change to a document before its pending hunks are placed again
 
 
 # Operations are imported when first used: start-up answers `initialize` without loading the edit loop.
@@ -44,15 +51,32 @@ def register(server: NagentServer) -> None:
     register_command(server, "nagent.review.apply", ReviewApplyArgs, run_apply)
     register_command(server, "nagent.review.discard", ReviewDiscardArgs, run_discard)
 
+    timers: dict[str, asyncio.TimerHandle] = {}
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def on_change(ls: NagentServer, params: types.DidChangeTextDocumentParams) -> None:
+        """Debounced: the hunks are placed again once the user pauses (only where a proposal may be pending)."""
+        uri = params.text_document.uri
+        previous = timers.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+
+        def settle() -> None:
+            timers.pop(uri, None)
+            ls.in_background(asyncio.ensure_future(show_pending(ls, uri)))
+
+        timers[uri] = asyncio.get_running_loop().call_later(SETTLE, settle)
+
 
 async def show_pending(ls: NagentServer, uri: str) -> None:
-    """Publish the pending hunks of `uri` (called when a document opens: proposals survive a restart)."""
+    """Publish the pending hunks of `uri`, placed in its current text (when a document opens — proposals survive
+    a restart — and after the user changed it). Nothing is sent to a document that shows none and gets none."""
     from nagent_lsp.operations import review
 
     try:
         port = LspPort(ls)
         marks = await asyncio.to_thread(review.marks_for, ls.session, port, uri)
-        if marks:
+        if marks or port.shows_review(uri):
             port.publish_review(uri, marks)
-    except Exception as exc:  # the review display is a help: never fail the didOpen
+    except Exception as exc:  # the review display is a help: never fail the didOpen or didChange
         log.info("could not show pending proposals of %s: %s", uri, exc)

@@ -179,9 +179,21 @@ async def test_confirm_edits_keeps_the_change_for_review_and_discard_rejects_all
         assert "nagent-review-result" in sent and "Rejected by the user: h1" in sent and "# sum" in sent
 
 
-# How each editor says no to an applyEdit: VS Code answers applied=false with no reason, eglot "User canceled
-# server edit" (the applyEdit it asks about), Neovim a reason of its own.
-DECLINED = {"vscode": None, "eglot": "User canceled server edit", "neovim": "the user declined"}
+# How each editor says no to an applyEdit: VS Code answers applied=false with no reason, Neovim a reason of its
+# own, eglot 1.9 an error reply "User canceled server edit" (its confirmation prompt's "no").
+DECLINED = {"vscode": None, "neovim": "the user declined", "eglot": "User canceled server edit"}
+
+
+def decline_next(editor) -> None:
+    if editor.profile != "eglot":
+        editor.reject_edits, editor.reject_reason = 1, DECLINED[editor.profile]
+        return
+
+    def refuse(params) -> None:
+        editor.before_apply = None
+        raise RuntimeError(DECLINED["eglot"])  # the client answers the applyEdit request with an error
+
+    editor.before_apply = refuse
 
 
 @pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])
@@ -190,14 +202,16 @@ async def test_a_users_no_is_never_sent_again(profile, workspace, editors, fake_
     fake_model.script(text(write("app.py", NEW_APP) + write("test_app.py", NEW_TEST)), DONE)
     async with editors.open(profile, workspace, model=True) as editor:
         editor.open(target)
-        editor.reject_edits, editor.reject_reason = 1, DECLINED[profile]
+        decline_next(editor)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x"})
         assert result["applied"] is False and len(editor.recorded.apply_edits) == 1, result
+        if DECLINED[profile]:
+            assert DECLINED[profile] in result["reason"]
         assert editor.text(target) == APP + "\n" and (workspace / "test_app.py").read_text() == TEST + "\n"
         assert "<nagent-change-result" not in await conversation_of(editor, workspace / "test_app.py")
         # A declined review.apply is not re-sent either, and the proposal stays as it was.
         proposal = await review_run_again(editor, fake_model, target)
-        editor.reject_edits = 1
+        decline_next(editor)
         declined = await editor.command("nagent.review.apply", {"id": proposal["id"]})
         assert declined["applied"] is False and len(editor.recorded.apply_edits) == 2, declined
         listed = await editor.command("nagent.review.list", {})

@@ -51,6 +51,10 @@ def test_review_without_a_terminal_keeps_the_proposal_then_applies_a_subset(work
     assert out.returncode == 0, out.stderr
     assert "[h1]" in out.stdout and "+v1 = 'one'" in out.stdout and "[h3]" in out.stdout and "+new = 1" in out.stdout
     assert "--- /dev/null" in out.stdout  # b.py is a new file
+    # Each hunk reads as `git diff` shows it: paths relative to the folder, where it sits now, lines around it.
+    assert "[h1] a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,5 +1,5 @@\n v0 = 0\n-v1 = 1\n+v1 = 'one'\n v2 = 2\n" in out.stdout
+    assert "@@ -8,5 +8,5 @@\n v7 = 7\n v8 = 8\n v9 = 9\n-v10 = 10\n+v10 = 'ten'\n v11 = 11\n" in out.stdout
+    assert "[h3] b.py (new file)\n--- /dev/null\n+++ b/b.py\n@@ -0,0 +1 @@\n+new = 1\n" in out.stdout
     assert target.read_text() == BASE and not (workspace / "b.py").exists()
     listed = json.loads(cli("review", "list", cwd=workspace, env=model_env).stdout)
     (proposal,) = listed["proposals"]

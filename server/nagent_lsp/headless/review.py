@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,8 @@ from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.headless.port import DiskPort
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
 from nagent_lsp.operations.session import Session
-from nagent_lsp.text.edits import unified_diff
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.text.edits import split_lines, unified_diff
 
 
 def run_review(args: argparse.Namespace) -> int:
@@ -39,10 +42,44 @@ def run_review(args: argparse.Namespace) -> int:
     return run_guarded(run)
 
 
-def hunk_diff(file: dict[str, Any], hunk: dict[str, Any]) -> str:
-    """A hunk as a small unified diff (its own lines only)."""
-    diff = unified_diff(hunk["oldText"], hunk["newText"], file["path"], context=0, created=bool(file["created"]))
+CONTEXT = 3  # lines shown around a hunk, as `git diff` does
+
+
+def hunk_diff(file: dict[str, Any], hunk: dict[str, Any], cwd: Path | None = None) -> str:
+    """A hunk as `git diff` would show it: the path relative to the working folder, the line numbers where the hunk
+    sits in the file now, and up to three lines of the file around it."""
+    path = Path(file["path"])
+    shown = shown_path(path, cwd)
+    created = bool(file["created"])
+    around, first = ("", ""), 0
+    rng = hunk.get("range")
+    if rng and not created:
+        try:
+            lines = split_lines(read_disk_text(path))
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        start, end = rng["start"]["line"], rng["end"]["line"]
+        first = max(0, start - CONTEXT)
+        around = ("".join(lines[first:start]), "".join(lines[end : end + CONTEXT]))
+    before, after = around
+    old, new = before + hunk["oldText"] + after, before + hunk["newText"] + after
+    diff = unified_diff(old, new, shown, context=CONTEXT, created=created)
+    if first:
+        diff = _HEADER.sub(lambda m: f"@@ -{_moved(m[1], first)} +{_moved(m[2], first)} @@", diff)
     return diff or "(no textual change)\n"
+
+
+def shown_path(path: Path, cwd: Path | None = None) -> str:
+    base = cwd or Path.cwd()
+    return os.path.relpath(path, base) if path.is_relative_to(base) else str(path)
+
+
+_HEADER = re.compile(r"^@@ -(\S+) \+(\S+) @@", re.M)
+
+
+def _moved(span: str, by: int) -> str:
+    start, comma, length = span.partition(",")
+    return f"{int(start) + by}{comma}{length}"
 
 
 async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any]) -> dict[str, Any] | None:
@@ -52,7 +89,7 @@ async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any
 
     for file in proposal["files"]:
         for hunk in file["hunks"]:
-            print(f"[{hunk['id']}] {file['path']}{' (new file)' if file['created'] else ''}")
+            print(f"[{hunk['id']}] {shown_path(Path(file['path']))}{' (new file)' if file['created'] else ''}")
             print(hunk_diff(file, hunk), end="")
     if not port.interactive:
         print(

@@ -13,7 +13,7 @@ its floor measured in the same run.
    (ConversationFile.append: append + fsync), beside the floor (os.write + fsync of the same bytes to a file of that
    size) and the old whole-file atomic rewrite. Goal: flat.
 
-    .venv/bin/python -m benchmarks.token_economy [--runs 3]
+    .venv/bin/python -m benchmarks.token_economy [--runs 3] [--real FILE ...]   (e.g. git/git's diff.c and Makefile)
 """
 
 from __future__ import annotations
@@ -67,22 +67,44 @@ def diff_floor(old: str, new: str, runs: int) -> float:
 # -- 1. replace vs write ----------------------------------------------------------------------------------------------
 
 
-async def one_line_change(lines: int, runs: int, base: Path) -> dict:
+def real_change(text: str) -> tuple[str, str, str]:
+    """A one-line change in a real file: (the SEARCH lines, the REPLACE lines, the changed line), at the first line
+    from a quarter of the way down whose two-line context is unique, so the block matches exactly once."""
+    lines = text.splitlines(keepends=True)
+    for i in range(max(1, len(lines) // 4), len(lines)):
+        line = lines[i].rstrip("\n")
+        search = lines[i - 1] + lines[i]
+        if line.strip() and "<<<<<<<" not in search and text.count(search) == 1:
+            changed = line + "  /* nagent */"
+            return search, lines[i - 1] + changed + "\n", changed
+    raise SystemExit("no uniquely placed line to change")
+
+
+async def one_line_change(lines: int, runs: int, base: Path, source: Path | None = None) -> dict:
+    """`source`: a real file (its text, any size) instead of generated lines."""
     work = base / f"edit{lines}"
-    old = make_text(lines)
-    at = lines // 4  # the "return" line of function_{at/2}
-    old_line = f"    return x * {at // 2}  # line {at // 2}"
-    new_line = f"    return x * {at // 2} + 1  # line {at // 2}"
-    new = old.replace(old_line + "\n", new_line + "\n", 1)
+    name = source.name if source is not None else "big.py"
+    if source is not None:
+        old = source.read_text(encoding="utf-8")
+        search, replace, new_line = real_change(old)
+        lines = old.count("\n")
+    else:
+        old = make_text(lines)
+        at = lines // 4  # the "return" line of function_{at/2}
+        old_line = f"    return x * {at // 2}  # line {at // 2}"
+        new_line = f"    return x * {at // 2} + 1  # line {at // 2}"
+        search = f"def function_{at // 2}(x):\n{old_line}\n"
+        replace = f"def function_{at // 2}(x):\n{new_line}\n"
+    new = old.replace(search, replace, 1)
     assert new != old
-    build_repo(work, [Commit("init", {"big.py": old})])
-    target = work / "big.py"
+    build_repo(work, [Commit("init", {name: old})])
+    target = work / name
     replies = {
         "replace": (
-            f'<nagent-replace path="big.py">\n<<<<<<< SEARCH\ndef function_{at // 2}(x):\n{old_line}\n=======\n'
-            f"def function_{at // 2}(x):\n{new_line}\n>>>>>>> REPLACE\n</nagent-replace>"
+            f'<nagent-replace path="{name}">\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n'
+            "</nagent-replace>"
         ),
-        "write": f'<nagent-write path="big.py">\n{new}</nagent-write>',
+        "write": f'<nagent-write path="{name}">\n{new}</nagent-write>',
     }
     mode = {"now": "replace"}
 
@@ -92,7 +114,7 @@ async def one_line_change(lines: int, runs: int, base: Path) -> dict:
 
     fake = FakeOpenAI(responder=responder)
     env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-bench", "NAGENT_MODEL": "bench"}
-    out: dict = {"lines": lines, "bytes": len(old.encode())}
+    out: dict = {"lines": lines, "bytes": len(old.encode()), "name": name if source is not None else ""}
     try:
         log_file = base / f"server{lines}.log"
         seen = 0
@@ -202,10 +224,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--real", nargs="*", type=Path, default=[], help="real files to change one line of as well")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         edits = [asyncio.run(one_line_change(n, args.runs, base)) for n in (1_000, 10_000, 50_000)]
+        edits += [asyncio.run(one_line_change(i, args.runs, base, real)) for i, real in enumerate(args.real)]
         unbounded = asyncio.run(prompt_growth(None, args.requests, base))
         bounded = asyncio.run(prompt_growth(6000, args.requests, base))
         appends = [(n, *append_cost(n, max(args.runs, 5), base)) for n in (100, 1_000, 10_000, 50_000)]
@@ -219,7 +243,7 @@ def main() -> int:
         (rt, rs), (wt, ws) = e["replace"], e["write"]
         print(
             f"{e['lines']:>7} {e['bytes']:>9} | {rt:>11} {wt:>10} {e['token_floor']:>9} {wt / rt:>12.1f}x | "
-            f"{rs * 1000:>10.1f} {ws * 1000:>9.1f} {e['time_floor'] * 1000:>13.1f}"
+            f"{rs * 1000:>10.1f} {ws * 1000:>9.1f} {e['time_floor'] * 1000:>13.1f}  {e['name']}"
         )
     print("   goal: replace >= 20x fewer output tokens than write at 10k lines")
     print()

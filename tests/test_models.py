@@ -61,8 +61,15 @@ async def test_summaries_go_to_summary_model_and_edits_to_model(workspace, edito
     )
     async with editors.open("vscode", workspace, model=True) as editor:
         uri = editor.open(target)
+        status = await editor.command("nagent.status")
         summary = await editor.command("nagent.summarize", {"uri": uri})
         edited = await editor.command("nagent.edit", {"uri": uri, "request": "bump"})
+    # The status names what requests really use: the profile's model id, and the profile it came from.
+    assert (status["model"], status["modelProfile"], status["summaryModel"]) == (
+        "strong-model",
+        "strong",
+        "cheap-model",
+    )
     assert summary["summary"] == "Sets x." and edited["applied"] is True
     summarised, *edits = fake_model.chat_requests
     assert summarised.body["model"] == "cheap-model" and summarised.body["max_tokens"] == 300

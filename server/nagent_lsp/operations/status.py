@@ -8,19 +8,23 @@ from typing import Any
 
 from nagent_lsp import __version__
 from nagent_lsp.config.state_root import git_toplevel
+from nagent_lsp.llm.models import model_settings, summary_settings
 from nagent_lsp.llm.openai_chat import strip_userinfo
 from nagent_lsp.operations.session import Session
 
 
 def status(session: Session) -> dict[str, Any]:
     s = session.settings
+    used = model_settings(s)  # `model` may name a profile: report what a request will really use
     return {
         "version": __version__,
         "stateRoot": str(session.state_root().path),
-        "model": s.model,
-        "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None,
-        "modelConfigured": s.model_configured(session.environ),
-        "apiKeyEnv": s.apiKeyEnv,
+        "model": used.model,
+        "modelProfile": s.model if s.model in s.models else None,
+        "summaryModel": summary_settings(s).model,
+        "baseUrl": strip_userinfo(used.baseUrl) if used.baseUrl else None,
+        "modelConfigured": used.model_configured(session.environ),
+        "apiKeyEnv": used.apiKeyEnv,
         "configSources": list(session.config_sources),
         "workspaceFolders": [str(p) for p in session.workspace_folders],
         "settings": {**s.public(), "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None},

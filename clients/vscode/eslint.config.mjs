@@ -16,6 +16,25 @@ export default tseslint.config(
       curly: ['warn', 'multi-line'],
       'no-throw-literal': 'warn',
       semi: 'off',
+      // Only src/vscodeapi.ts may load the `vscode` module at run time (ruff-vscode's seam): the rest
+      // import its types alone, so unit tests can replace the seam with a stub (test/unit/seam.ts).
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'vscode',
+              allowTypeImports: true,
+              message: "Call the editor API through './vscodeapi' (add a wrapper there); only `import type` from 'vscode' elsewhere.",
+            },
+          ],
+        },
+      ],
     },
+  },
+  {
+    files: ['src/vscodeapi.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': 'off' },
   },
 );

@@ -1,5 +1,6 @@
 /** The language client's life cycle: find the server, start it, talk to it, restart it. */
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
+import * as api from './vscodeapi';
 import {
   CancellationToken,
   DidChangeConfigurationNotification,
@@ -13,11 +14,12 @@ import {
   WorkDoneProgressCancelNotification,
 } from 'vscode-languageclient/node';
 import { NotificationProgress } from './progress';
-import { errorMessage, isEmptyTokens, ServerState, statusBarView } from './pure/format';
+import { errorMessage, ServerState } from './pure/format';
 import { executeParams, ServerCommands, StatusResult, Tokens } from './pure/protocol';
 import { describeLaunch, findOnPath, resolveServer, ServerLaunch } from './pure/serverCommand';
 import { clearedKeys, explicitServerSettings, SECTION, sectionValue } from './pure/settings';
 import { activeInterpreter, onInterpreterChange, probeModule } from './python';
+import { StatusBar } from './statusBar';
 
 export class ServerNotFound extends Error {}
 
@@ -33,7 +35,7 @@ export interface ClientHooks {
 }
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {
-  const cfg = vscode.workspace.getConfiguration(SECTION, resource);
+  const cfg = api.getConfiguration(SECTION, resource);
   return explicitServerSettings({ get: (k) => cfg.get(k), inspect: (k) => cfg.inspect(k) });
 }
 
@@ -41,13 +43,9 @@ export class NagentClient implements vscode.Disposable {
   client: LanguageClient | undefined;
   launch: ServerLaunch | undefined;
   status: StatusResult | undefined;
-  lastTokens: Tokens | undefined;
   /** The settings sent as initializationOptions to the running server. */
   private initSettings: Record<string, unknown> = {};
   private state: ServerState = 'stopped';
-  /** Runs in flight (label per run), shown in the status bar. */
-  private readonly work = new Map<number, string>();
-  private workSeq = 0;
   private starting: Promise<LanguageClient> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private interpreterListener: vscode.Disposable | undefined;
@@ -57,19 +55,14 @@ export class NagentClient implements vscode.Disposable {
 
   constructor(
     readonly log: vscode.LogOutputChannel,
-    readonly statusBar: vscode.StatusBarItem,
+    readonly statusBar: StatusBar,
     private readonly hooks: ClientHooks,
   ) {
     this.render();
   }
 
   render(): void {
-    const labels = [...this.work.values()];
-    const running = labels.length === 0 ? undefined : labels.length === 1 ? labels[0] : `${labels.length} runs`;
-    const v = statusBarView(this.state, this.status?.model, this.lastTokens, this.status?.modelConfigured ?? true, running);
-    this.statusBar.text = v.text;
-    this.statusBar.tooltip = v.tooltip;
-    this.statusBar.show();
+    this.statusBar.update({ state: this.state, model: this.status?.model, configured: this.status?.modelConfigured ?? true });
   }
 
   private setState(s: ServerState): void {
@@ -78,16 +71,13 @@ export class NagentClient implements vscode.Disposable {
   }
 
   /** Show `label` in the status bar (spinning) while `fn` runs. */
-  async working<T>(label: string, fn: () => Promise<T>): Promise<T> {
-    const id = ++this.workSeq;
-    this.work.set(id, label);
-    this.render();
-    try {
-      return await fn();
-    } finally {
-      this.work.delete(id);
-      this.render();
-    }
+  working<T>(label: string, fn: () => Promise<T>): Promise<T> {
+    return this.statusBar.working(label, fn);
+  }
+
+  /** The last run's tokens, as the status bar shows them. */
+  get lastTokens(): Tokens | undefined {
+    return this.statusBar.lastTokens;
   }
 
   get running(): boolean {
@@ -106,8 +96,8 @@ export class NagentClient implements vscode.Disposable {
   }
 
   private async resolve(): Promise<ServerLaunch> {
-    const cfg = vscode.workspace.getConfiguration(SECTION);
-    const resource = vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    const cfg = api.getConfiguration(SECTION);
+    const resource = api.activeEditor()?.document.uri ?? api.workspaceFolders()?.[0]?.uri;
     const r = await resolveServer({
       command: cfg.get<string[]>('server.command'),
       python: cfg.get<string>('server.python'),
@@ -129,7 +119,7 @@ export class NagentClient implements vscode.Disposable {
           if (!Array.isArray(answers)) return answers;
           return params.items.map((item, i) => {
             if (item.section === SECTION || item.section?.startsWith(SECTION + '.')) {
-              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+              const scope = item.scopeUri ? api.Uri.parse(item.scopeUri) : undefined;
               return sectionValue(serverSettings(scope), item.section);
             }
             return answers[i];
@@ -140,14 +130,14 @@ export class NagentClient implements vscode.Disposable {
         // Documents the server shows (the conversation) open beside the editor.
         showDocument: async (params) => {
           try {
-            const uri = vscode.Uri.parse(params.uri);
-            if (params.external) return { success: await vscode.env.openExternal(uri) };
+            const uri = api.Uri.parse(params.uri);
+            if (params.external) return { success: await api.openExternal(uri) };
             if (this.hooks.showDocument && (await this.hooks.showDocument(uri, params.takeFocus === true))) return { success: true };
             const selection = params.selection
-              ? new vscode.Range(params.selection.start.line, params.selection.start.character, params.selection.end.line, params.selection.end.character)
+              ? new api.Range(params.selection.start.line, params.selection.start.character, params.selection.end.line, params.selection.end.character)
               : undefined;
-            await vscode.window.showTextDocument(uri, {
-              viewColumn: vscode.ViewColumn.Beside,
+            await api.showTextDocument(uri, {
+              viewColumn: api.ViewColumn.Beside,
               preserveFocus: params.takeFocus !== true,
               preview: false,
               selection,
@@ -196,7 +186,7 @@ export class NagentClient implements vscode.Disposable {
     }
     this.launch = launch;
     this.log.info(`starting nagent-lsp: ${describeLaunch(launch)}`);
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const cwd = api.workspaceFolders()?.[0]?.uri.fsPath;
     const serverOptions: ServerOptions = {
       command: launch.command,
       args: launch.args,
@@ -298,9 +288,7 @@ export class NagentClient implements vscode.Disposable {
 
   /** Keep the last run's tokens for the status bar; a run that spent nothing (cancelled early) keeps the previous figures. */
   noteTokens(t: Tokens | undefined): void {
-    if (!t || isEmptyTokens(t)) return;
-    this.lastTokens = t;
-    this.render();
+    this.statusBar.noteTokens(t);
   }
 
   /** Push changed settings (the server then pulls workspace/configuration again). */

@@ -1,7 +1,7 @@
 /** The extension's own commands (`nagent.vscode.*`), each a thin layer over one server command. */
 import * as fs from 'fs';
 import * as path from 'path';
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
 import { NagentClient } from './client';
 import { ConversationSupport } from './conversation';
 import { MarkdownPanels } from './markdownPanel';
@@ -73,7 +73,7 @@ export class CommandHandlers {
     private readonly views: ViewProvider,
     private readonly reporter: TestReporter,
   ) {
-    this.panels = new MarkdownPanels((p) => this.report('panel', true, { key: p.key, title: p.title, markdown: p.markdown, rendered: p.rendered }));
+    this.panels = new MarkdownPanels((p) => this.report('panel', true, { key: p.key, title: p.title, markdown: p.markdown, rendered: p.rendered, displayed: p.displayed }));
     this.conversations = new ConversationSupport(nc.log);
     this.review = new ReviewController({
       request: (command, arg) => this.nc.request(command, arg),
@@ -137,7 +137,7 @@ export class CommandHandlers {
   report(event: string, ok: boolean, result?: unknown, error?: unknown, dismissed = false, extra: Record<string, unknown> = {}): void {
     if (!this.reporter.enabled) return;
     try {
-      const ed = vscode.window.activeTextEditor;
+      const ed = api.activeEditor();
       this.reporter.write({
         event,
         ok,
@@ -150,7 +150,7 @@ export class CommandHandlers {
           : undefined,
         pendingReviews: this.review?.pending(),
         statusBar: this.nc.statusBar.text,
-        visibleDocuments: vscode.window.visibleTextEditors.map((e) => docName(e.document)),
+        visibleDocuments: api.visibleEditors().map((e) => docName(e.document)),
         ...extra,
       });
     } catch (e) {
@@ -165,14 +165,14 @@ export class CommandHandlers {
     if (msg !== full.trim()) this.nc.log.error(full);
     const text = /^nagent\b/i.test(msg) ? msg : `nagent: ${msg}`;
     const actions = mentionsModelSetup(msg) ? ['Open Settings', 'Show Log'] : ['Show Log'];
-    void vscode.window.showErrorMessage(text, ...actions).then((choice) => {
-      if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'nagent.');
+    void api.showErrorMessage(text, ...actions).then((choice) => {
+      if (choice === 'Open Settings') void api.commands.execute('workbench.action.openSettings', 'nagent.');
       if (choice === 'Show Log') this.nc.log.show();
     });
   }
 
   private notify(n: Notice, ...actions: { title: string; run: () => unknown }[]): void {
-    const show = n.level === 'info' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+    const show = n.level === 'info' ? api.showInformationMessage : api.showWarningMessage;
     void show(n.message, ...actions.map((a) => a.title)).then((choice) => {
       actions.find((a) => a.title === choice)?.run();
     });
@@ -182,14 +182,14 @@ export class CommandHandlers {
 
   /** The editor a command works on: a Uri argument (context menus) or the active editor. */
   private async target(arg: unknown): Promise<vscode.TextEditor> {
-    if (arg instanceof vscode.Uri) {
-      const active = vscode.window.activeTextEditor;
+    if (arg instanceof api.Uri) {
+      const active = api.activeEditor();
       if (active && active.document.uri.toString() === arg.toString()) return active;
       return reveal(arg);
     }
-    const ed = vscode.window.activeTextEditor;
+    const ed = api.activeEditor();
     if (!ed) throw new UserFacing('open a file first: this command works on the active editor');
-    const about = viewSubject(ed.document.uri) ?? (ed.document.uri.scheme === 'nagent-proposal' ? vscode.Uri.parse(new URLSearchParams(ed.document.uri.query).get('file') ?? '') : undefined);
+    const about = viewSubject(ed.document.uri) ?? (ed.document.uri.scheme === 'nagent-proposal' ? api.Uri.parse(new URLSearchParams(ed.document.uri.query).get('file') ?? '') : undefined);
     if (about) {
       // a History/Summary view: work on the file it is about
       return reveal(about);
@@ -201,7 +201,7 @@ export class CommandHandlers {
   }
 
   private async askRequest(title: string, what: string): Promise<string> {
-    const request = await vscode.window.showInputBox({
+    const request = await api.showInputBox({
       title,
       prompt: `What should nagent do with ${what}?`,
       placeHolder: 'e.g. add retries with exponential backoff',
@@ -266,7 +266,7 @@ export class CommandHandlers {
       actions.push({ title: 'Show Diff', run: () => api.commands.execute('vscode.diff', snap, file, `${path.basename(file.fsPath)}: before ↔ after nagent`) });
     }
     const conv = result.conversation?.path;
-    if (conv) actions.push({ title: 'Open Conversation', run: () => this.conversations.show(vscode.Uri.file(conv)) });
+    if (conv) actions.push({ title: 'Open Conversation', run: () => this.conversations.show(api.Uri.file(conv)) });
     this.notify(editNotice(result as EditResult), ...actions);
   }
 
@@ -339,20 +339,20 @@ export class CommandHandlers {
 
   /** Send the request typed at the end of the open conversation (or asked for) on the conversation's file. */
   async sendFromConversation(arg: unknown): Promise<EditResult> {
-    const ed = arg instanceof vscode.Uri ? await reveal(arg) : vscode.window.activeTextEditor;
+    const ed = arg instanceof api.Uri ? await reveal(arg) : api.activeEditor();
     if (!ed || ed.document.uri.scheme !== 'file') throw new UserFacing('open a file conversation first ("nagent: Open File Conversation")');
     const convPath = ed.document.uri.fsPath;
     const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {});
     const entry = (list.files ?? []).find((f) => path.resolve(f.conversation) === path.resolve(convPath));
     if (!entry) throw new UserFacing(`${path.basename(convPath)} is not the conversation of any file nagent knows`);
-    const fileUri = /^[a-z][\w+.-]*:/i.test(entry.path) && !path.isAbsolute(entry.path) ? vscode.Uri.parse(entry.path) : vscode.Uri.file(entry.path);
+    const fileUri = /^[a-z][\w+.-]*:/i.test(entry.path) && !path.isAbsolute(entry.path) ? api.Uri.parse(entry.path) : api.Uri.file(entry.path);
     const typed = trailingRequest(ed.document.getText());
     let request: string;
     if (typed) {
       request = typed.request;
       // the request goes in as a <user-prompt> block: take the typed text out of the buffer
-      const edit = new vscode.WorkspaceEdit();
-      edit.delete(ed.document.uri, new vscode.Range(ed.document.positionAt(typed.start), ed.document.positionAt(ed.document.getText().length)));
+      const edit = new api.WorkspaceEdit();
+      edit.delete(ed.document.uri, new api.Range(ed.document.positionAt(typed.start), ed.document.positionAt(ed.document.getText().length)));
       await api.applyEdit(edit);
     } else {
       request = await this.askRequest('nagent: Send Request', path.basename(fileUri.fsPath));
@@ -364,23 +364,22 @@ export class CommandHandlers {
   // ----- conversations -------------------------------------------------------------------------
 
   private async showBeside(uri: vscode.Uri): Promise<vscode.TextEditor> {
-    const doc = await vscode.workspace.openTextDocument(uri);
-    return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false, preview: false });
+    const doc = await api.openTextDocument(uri);
+    return api.showTextDocument(doc, { viewColumn: api.ViewColumn.Beside, preserveFocus: false, preview: false });
   }
 
   async openConversation(arg: unknown): Promise<ConversationOpenResult & Record<string, unknown>> {
     const ed = await this.target(arg);
     const result = await this.nc.request<ConversationOpenResult>(ServerCommands.conversationOpen, { uri: ed.document.uri.toString() });
-    const editor = await this.conversations.show(vscode.Uri.file(result.path));
+    const editor = await this.conversations.show(api.Uri.file(result.path));
     return { ...result, languageId: editor.document.languageId, lineCount: editor.document.lineCount, visibleRanges: editor.visibleRanges.map((r) => [r.start.line, r.end.line]) };
   }
 
   async clearConversation(arg: unknown): Promise<ConversationClearResult> {
     const ed = await this.target(arg);
     const name = path.basename(ed.document.fileName);
-    const choice = await vscode.window.showWarningMessage(
+    const choice = await api.showModalWarning(
       `Clear the nagent conversation of ${name}? The current conversation is archived, and the next request starts fresh.`,
-      { modal: true },
       'Clear',
     );
     if (choice !== 'Clear') throw new Dismissed();
@@ -388,7 +387,7 @@ export class CommandHandlers {
     const archived = result.archivedPath;
     this.notify(
       { level: 'info', message: archived ? `nagent: conversation of ${name} cleared (archived as ${path.basename(archived)}).` : `nagent: conversation of ${name} cleared.` },
-      ...(archived ? [{ title: 'Open Archive', run: () => this.showBeside(vscode.Uri.file(archived)) }] : []),
+      ...(archived ? [{ title: 'Open Archive', run: () => this.showBeside(api.Uri.file(archived)) }] : []),
     );
     return result;
   }
@@ -413,13 +412,13 @@ export class CommandHandlers {
     }
     const file = ed.document.uri.fsPath;
     const items = coeditItems(result.rows, result.commits, (p) => resolveRelatedPath(p, file, fs.existsSync));
-    const pick = await vscode.window.showQuickPick<PickItem & vscode.QuickPickItem>(items, {
+    const pick = await api.showQuickPick<PickItem & vscode.QuickPickItem>(items, {
       title: `Files co-edited with ${path.basename(file)} (${result.commits} commits)`,
       placeHolder: 'Open a co-edited file',
       matchOnDescription: true,
     });
     if (!pick) return { result };
-    await vscode.window.showTextDocument(vscode.Uri.file(pick.target), { preview: true });
+    await api.showTextDocument(api.Uri.file(pick.target), { preview: true });
     return { result, picked: pick.target };
   }
 
@@ -433,8 +432,8 @@ export class CommandHandlers {
     const first = result.segments?.[0]?.path;
     this.notify(
       { level: 'info', message: `nagent: split ${path.basename(ed.document.fileName)} into ${n} segment${n === 1 ? '' : 's'} (${result.splitType}). Edit the segments, then run "nagent: Apply Patch".` },
-      { title: 'Open Index', run: () => this.showBeside(vscode.Uri.file(result.indexPath)) },
-      ...(first ? [{ title: 'Open First Segment', run: () => this.showBeside(vscode.Uri.file(first)) }] : []),
+      { title: 'Open Index', run: () => this.showBeside(api.Uri.file(result.indexPath)) },
+      ...(first ? [{ title: 'Open First Segment', run: () => this.showBeside(api.Uri.file(first)) }] : []),
     );
     return result;
   }
@@ -448,7 +447,7 @@ export class CommandHandlers {
     const candidates = new Set<string>(this.ctx.workspaceState.get<string[]>(SPLITS_KEY, []));
     const roots = new Set<string>();
     if (this.nc.status?.stateRoot) roots.add(this.nc.status.stateRoot);
-    for (const f of vscode.workspace.workspaceFolders ?? []) roots.add(path.join(f.uri.fsPath, '.nagent'));
+    for (const f of api.workspaceFolders() ?? []) roots.add(path.join(f.uri.fsPath, '.nagent'));
     for (const root of roots) {
       const splits = path.join(root, 'splits');
       let entries: string[] = [];
@@ -475,15 +474,15 @@ export class CommandHandlers {
     if (!this.nc.status) await this.nc.refreshStatus();
     const infos = await this.splitIndexes();
     if (infos.length === 0) throw new UserFacing('no split index found: run "nagent: Split File" first');
-    const active = vscode.window.activeTextEditor?.document.uri.fsPath;
-    const pick = await vscode.window.showQuickPick<PickItem & vscode.QuickPickItem>(splitIndexItems(infos, active), {
+    const active = api.activeEditor()?.document.uri.fsPath;
+    const pick = await api.showQuickPick<PickItem & vscode.QuickPickItem>(splitIndexItems(infos, active), {
       title: 'nagent: Apply Patch — merge the edited segments back into the file',
       placeHolder: 'Pick a split index',
       matchOnDetail: true,
     });
     if (!pick) throw new Dismissed();
     const info = infos.find((i) => i.indexPath === pick.target);
-    const source = info ? vscode.Uri.file(info.sourcePath) : undefined;
+    const source = info ? api.Uri.file(info.sourcePath) : undefined;
     const openDoc = source ? api.textDocuments().find((d) => d.uri.fsPath === source.fsPath) : undefined;
     let before: string | undefined = openDoc?.getText();
     if (before === undefined && source) before = await fs.promises.readFile(source.fsPath, 'utf8').catch(() => undefined);
@@ -493,18 +492,18 @@ export class CommandHandlers {
     } catch (e) {
       const msg = errorMessage(e);
       if (!isHashMismatch(msg)) throw e;
-      const choice = await vscode.window.showWarningMessage(`nagent: ${msg}`, { modal: true }, 'Apply Anyway');
+      const choice = await api.showModalWarning(`nagent: ${msg}`, 'Apply Anyway');
       if (choice !== 'Apply Anyway') throw new Dismissed();
       result = await this.nc.request<PatchResult>(ServerCommands.patch, { indexPath: pick.target, force: true });
     }
     const pp = result.patchPath;
-    const target = result.uri ? vscode.Uri.parse(result.uri) : source;
+    const target = result.uri ? api.Uri.parse(result.uri) : source;
     const actions: { title: string; run: () => unknown }[] = [];
     if (target && before !== undefined && result.changed) {
       const snap = this.views.put('before patch', target, before);
       actions.push({ title: 'Open Diff', run: () => this.openDiff(snap, target) });
     } else if (pp) {
-      actions.push({ title: 'Open Diff', run: () => this.showBeside(vscode.Uri.file(pp)) });
+      actions.push({ title: 'Open Diff', run: () => this.showBeside(api.Uri.file(pp)) });
     }
     this.notify(patchNotice(result), ...actions);
     return result;
@@ -538,7 +537,7 @@ export class CommandHandlers {
     this.notify(
       { level: status.modelConfigured ? 'info' : 'warning', message: statusSummary(status) },
       { title: 'Show Log', run: () => this.nc.log.show() },
-      ...(status.modelConfigured ? [] : [{ title: 'Open Settings', run: () => vscode.commands.executeCommand('workbench.action.openSettings', 'nagent.') }]),
+      ...(status.modelConfigured ? [] : [{ title: 'Open Settings', run: () => api.commands.execute('workbench.action.openSettings', 'nagent.') }]),
     );
     return { status, launch, serverCommands: this.nc.serverCommands() };
   }
@@ -557,13 +556,13 @@ export class CommandHandlers {
       const arg = (args.length === 1 && args[0] && typeof args[0] === 'object' ? args[0] : {}) as Record<string, unknown>;
       if (command === ServerCommands.edit && (typeof arg.request !== 'string' || arg.request.trim() === '')) {
         // "nagent: edit selection" code action: the client completes the request text.
-        const uri = typeof arg.uri === 'string' ? vscode.Uri.parse(arg.uri) : vscode.window.activeTextEditor?.document.uri;
+        const uri = typeof arg.uri === 'string' ? api.Uri.parse(arg.uri) : api.activeEditor()?.document.uri;
         if (!uri) throw new UserFacing('no document to edit');
-        const doc = await vscode.workspace.openTextDocument(uri);
+        const doc = await api.openTextDocument(uri);
         const request = await this.askRequest('nagent: Edit', arg.range ? 'the selection' : path.basename(doc.fileName));
         return this.runEdit(doc, request, undefined, { ...arg });
       }
-      const doc = typeof arg.uri === 'string' ? vscode.Uri.parse(arg.uri) : undefined;
+      const doc = typeof arg.uri === 'string' ? api.Uri.parse(arg.uri) : undefined;
       const long = command === ServerCommands.edit || command === 'nagent.instruction.apply' || command === ServerCommands.recipeRun;
       const result = long
         ? await this.nc.working(command, () => this.conversations.withSync(async () => next(command, args)))
@@ -599,9 +598,9 @@ export class CommandHandlers {
 
 /** Show a document, reusing an editor that already shows it (in whichever group). */
 async function reveal(uri: vscode.Uri): Promise<vscode.TextEditor> {
-  const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri.toString());
-  const doc = shown?.document ?? (await vscode.workspace.openTextDocument(uri));
-  return vscode.window.showTextDocument(doc, { viewColumn: shown?.viewColumn, preserveFocus: false });
+  const shown = api.visibleEditors().find((e) => e.document.uri.toString() === uri.toString());
+  const doc = shown?.document ?? (await api.openTextDocument(uri));
+  return api.showTextDocument(doc, { viewColumn: shown?.viewColumn, preserveFocus: false });
 }
 
 export function toLspRange(r: vscode.Range): LspRange {

@@ -6,7 +6,7 @@
  * conflict with a dirty buffer, and after the run it makes sure the editor shows the appended text.
  */
 import * as fs from 'fs';
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
 import { conversationFolds, INITIAL_CONTEXT, isConversationPath, LANGUAGE_ID } from './pure/conversation';
 import * as api from './vscodeapi';
 
@@ -23,10 +23,10 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
     this.disposables.push(
       api.registerFoldingRangeProvider({ language: LANGUAGE_ID }, this),
       api.onDidOpenTextDocument((d) => void this.ensureLanguage(d)),
-      vscode.window.onDidChangeActiveTextEditor((e) => {
+      api.onDidChangeActiveTextEditor((e) => {
         if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
       }),
-      vscode.workspace.onDidCloseTextDocument((d) => this.prepared.delete(d.uri.toString())),
+      api.onDidCloseTextDocument((d) => this.prepared.delete(d.uri.toString())),
       // the server appended (the clean buffer was reloaded from disk): follow the end, fold the context again
       api.onDidChangeTextDocument((e) => {
         if (e.document.isDirty || !isConversationDocument(e.document) || e.contentChanges.length === 0) return;
@@ -45,7 +45,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   }
 
   provideFoldingRanges(doc: vscode.TextDocument): vscode.FoldingRange[] {
-    return conversationFolds(doc.getText()).map((f) => new vscode.FoldingRange(f.start, f.end, f.tag === INITIAL_CONTEXT ? vscode.FoldingRangeKind.Region : undefined));
+    return conversationFolds(doc.getText()).map((f) => new api.FoldingRange(f.start, f.end, f.tag === INITIAL_CONTEXT ? api.FoldingRangeKind.Region : undefined));
   }
 
   /** A conversation under a custom state root is not matched by the language's file patterns. */
@@ -60,7 +60,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   }
 
   /** Open a conversation beside the editor, `<initial_context>` folded, the cursor at its end. */
-  async show(uri: vscode.Uri, column: vscode.ViewColumn = vscode.ViewColumn.Beside): Promise<vscode.TextEditor> {
+  async show(uri: vscode.Uri, column: vscode.ViewColumn = api.ViewColumn.Beside): Promise<vscode.TextEditor> {
     const doc = await this.ensureLanguage(await api.openTextDocument(uri));
     const shown = api.visibleEditors().find((e) => e.document.uri.toString() === doc.uri.toString());
     const editor = await api.showTextDocument(doc, { viewColumn: shown?.viewColumn ?? column, preserveFocus: false, preview: false });
@@ -72,7 +72,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   private async prepare(editor: vscode.TextEditor): Promise<void> {
     this.prepared.add(editor.document.uri.toString());
     const fold = conversationFolds(editor.document.getText()).find((f) => f.tag === INITIAL_CONTEXT);
-    if (fold && vscode.window.activeTextEditor === editor) {
+    if (fold && api.activeEditor() === editor) {
       try {
         await api.commands.execute('editor.fold', { selectionLines: [fold.start], levels: 1 });
       } catch (e) {
@@ -144,6 +144,6 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
 export function revealEnd(editor: vscode.TextEditor): void {
   const last = editor.document.lineAt(editor.document.lineCount - 1);
   const end = last.range.end;
-  if (vscode.window.activeTextEditor === editor) editor.selection = new vscode.Selection(end, end);
-  editor.revealRange(new vscode.Range(end, end), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  if (api.activeEditor() === editor) editor.selection = new api.Selection(end, end);
+  editor.revealRange(new api.Range(end, end), api.TextEditorRevealType.InCenterIfOutsideViewport);
 }

@@ -1,11 +1,13 @@
 /** Entry point: wires the client, the commands, settings and the test hook together. */
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
+import * as api from './vscodeapi';
 import { NagentClient } from './client';
 import { CommandHandlers } from './commands';
 import { Commands } from './pure/ids';
 import { errorMessage } from './pure/format';
 import { SECTION, SERVER_LAUNCH_SECTION } from './pure/settings';
 import { TestReporter } from './pure/testReport';
+import { StatusBar } from './statusBar';
 import { VIEW_SCHEME, ViewProvider } from './views';
 import { isConversationPath } from './pure/conversation';
 import * as fs from 'fs';
@@ -13,18 +15,16 @@ import * as fs from 'fs';
 let nagent: NagentClient | undefined;
 
 export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
-  const log = vscode.window.createOutputChannel('nagent', { log: true });
+  const log = api.createOutputChannel('nagent');
   ctx.subscriptions.push(log);
   const reporter = TestReporter.fromEnv();
   if (reporter.enabled) log.info(`test report: ${reporter.file}`);
 
-  const statusBar = vscode.window.createStatusBarItem('nagent.status', vscode.StatusBarAlignment.Right, 100);
-  statusBar.name = 'nagent';
-  statusBar.command = Commands.showStatus;
+  const statusBar = new StatusBar();
   ctx.subscriptions.push(statusBar);
 
   const views = new ViewProvider();
-  ctx.subscriptions.push(views, vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views));
+  ctx.subscriptions.push(views, api.registerTextDocumentContentProvider(VIEW_SCHEME, views));
 
   // eslint-disable-next-line prefer-const -- the client (created first) calls back into the handlers created after it
   let handlers: CommandHandlers | undefined;
@@ -33,9 +33,9 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
     onStartFailure: (message, notFound) => {
       const actions = notFound ? ['How to Install', 'Open Settings'] : ['Show Log', 'Open Settings'];
       handlers?.report('server:start', false, undefined, message);
-      void vscode.window.showErrorMessage(message, ...actions).then((choice) => {
+      void api.showErrorMessage(message, ...actions).then((choice) => {
         if (choice === 'How to Install') void showInstallHelp(ctx);
-        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'nagent.server');
+        if (choice === 'Open Settings') void api.commands.execute('workbench.action.openSettings', 'nagent.server');
         if (choice === 'Show Log') log.show();
       });
     },
@@ -52,14 +52,14 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
   ctx.subscriptions.push(...handlers.register());
   const h = handlers;
   ctx.subscriptions.push(
-    vscode.commands.registerCommand(Commands.installHelp, async () => {
+    api.commands.register(Commands.installHelp, async () => {
       await showInstallHelp(ctx);
       h.report(Commands.installHelp, true, { readme: readmeUri(ctx).toString() });
     }),
   );
 
   ctx.subscriptions.push(
-    vscode.workspace.onDidChangeConfiguration((e) => {
+    api.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
       if (e.affectsConfiguration(SERVER_LAUNCH_SECTION)) {
         log.info('server launch settings changed: restarting nagent-lsp');
@@ -85,18 +85,18 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
 /** vsce packs the README as `readme.md`; on a case-sensitive file system only that name exists. */
 export function readmeUri(ctx: vscode.ExtensionContext): vscode.Uri {
   for (const name of ['readme.md', 'README.md']) {
-    const uri = vscode.Uri.joinPath(ctx.extensionUri, name);
+    const uri = api.Uri.joinPath(ctx.extensionUri, name);
     if (fs.existsSync(uri.fsPath)) return uri;
   }
-  return vscode.Uri.joinPath(ctx.extensionUri, 'readme.md');
+  return api.Uri.joinPath(ctx.extensionUri, 'readme.md');
 }
 
 async function showInstallHelp(ctx: vscode.ExtensionContext): Promise<void> {
   const readme = readmeUri(ctx);
   try {
-    await vscode.commands.executeCommand('markdown.showPreview', readme);
+    await api.commands.execute('markdown.showPreview', readme);
   } catch {
-    await vscode.window.showTextDocument(readme);
+    await api.showTextDocument(readme);
   }
 }
 

@@ -4,7 +4,8 @@
  * must be able to stop it, so the begin/report/end of each token drive a Notification-located
  * `withProgress`, and its Cancel sends `window/workDoneProgress/cancel`.
  */
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
+import * as api from './vscodeapi';
 import type { ProgressToken, WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressReport } from 'vscode-languageclient/node';
 import { progressStep } from './pure/progressMath';
 
@@ -29,8 +30,8 @@ export class NotificationProgress {
       if (this.entries.has(key)) return;
       const entry: Entry = { reported: 0, pending: [], ended: false };
       this.entries.set(key, entry);
-      void vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: /^nagent\b/i.test(value.title) ? value.title : `nagent: ${value.title}`, cancellable: value.cancellable === true },
+      void api.withProgress(
+        { location: api.ProgressLocation.Notification, title: /^nagent\b/i.test(value.title) ? value.title : `nagent: ${value.title}`, cancellable: value.cancellable === true },
         (progress, ct) => {
           entry.progress = progress;
           ct.onCancellationRequested(() => {

@@ -1,6 +1,7 @@
 /** Optional integration with the Python extension (no extensionDependencies: it may be absent). */
 import { execFile } from 'child_process';
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
+import { getExtension } from './vscodeapi';
 import { MODULE } from './pure/serverCommand';
 
 export const PYTHON_EXTENSION_ID = 'ms-python.python';
@@ -32,7 +33,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 async function api(): Promise<PythonApi | undefined> {
-  const ext = vscode.extensions.getExtension<PythonApi>(PYTHON_EXTENSION_ID);
+  const ext = getExtension<PythonApi>(PYTHON_EXTENSION_ID);
   if (!ext) return undefined;
   const exports = ext.isActive ? ext.exports : await withTimeout(Promise.resolve(ext.activate()), 15000, 'activating the Python extension');
   return exports ?? undefined;
@@ -61,7 +62,7 @@ export async function activeInterpreter(resource?: vscode.Uri): Promise<string |
 /** Subscribe to interpreter changes when the Python extension offers it. */
 export async function onInterpreterChange(listener: () => void): Promise<vscode.Disposable | undefined> {
   try {
-    const ext = vscode.extensions.getExtension<PythonApi>(PYTHON_EXTENSION_ID);
+    const ext = getExtension<PythonApi>(PYTHON_EXTENSION_ID);
     if (!ext || !ext.isActive) return undefined;
     const ev = ext.exports?.environments?.onDidChangeActiveEnvironmentPath;
     return ev ? ev(() => listener()) : undefined;

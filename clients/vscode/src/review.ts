@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
 import { Commands } from './pure/ids';
 import { Proposal, ProposalFile, ReviewApplyResult, ReviewDiscardResult, ReviewListResult, ServerCommands } from './pure/protocol';
 import { acceptedIds, Decision, nextUndecidedFile, proposedView, reviewOutcome, undecided } from './pure/review';
@@ -38,8 +38,8 @@ interface ReviewState {
 
 export class ReviewController implements vscode.TextDocumentContentProvider, vscode.CodeLensProvider, vscode.Disposable {
   private readonly reviews = new Map<string, ReviewState>();
-  private readonly contentEmitter = new vscode.EventEmitter<vscode.Uri>();
-  private readonly lensEmitter = new vscode.EventEmitter<void>();
+  private readonly contentEmitter = new api.EventEmitter<vscode.Uri>();
+  private readonly lensEmitter = new api.EventEmitter<void>();
   readonly onDidChange = this.contentEmitter.event;
   readonly onDidChangeCodeLenses = this.lensEmitter.event;
   private readonly disposables: vscode.Disposable[] = [];
@@ -88,18 +88,18 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
     const view = proposedView(await currentText(f), f.hunks, st.decisions);
     const lenses: vscode.CodeLens[] = [];
     for (const h of view.hunks) {
-      const range = new vscode.Range(h.startLine, 0, h.startLine, 0);
+      const range = new api.Range(h.startLine, 0, h.startLine, 0);
       if (h.missing) {
-        lenses.push(new vscode.CodeLens(range, { title: `$(warning) change ${h.id} no longer matches the file`, command: '' }));
+        lenses.push(new api.CodeLens(range, { title: `$(warning) change ${h.id} no longer matches the file`, command: '' }));
       }
       if (!h.decision) {
         lenses.push(
-          new vscode.CodeLens(range, { title: '$(check) Accept', tooltip: `Accept change ${h.id}`, command: Commands.acceptHunk, arguments: [id, h.id] }),
-          new vscode.CodeLens(range, { title: '$(x) Reject', tooltip: `Reject change ${h.id}`, command: Commands.rejectHunk, arguments: [id, h.id] }),
+          new api.CodeLens(range, { title: '$(check) Accept', tooltip: `Accept change ${h.id}`, command: Commands.acceptHunk, arguments: [id, h.id] }),
+          new api.CodeLens(range, { title: '$(x) Reject', tooltip: `Reject change ${h.id}`, command: Commands.rejectHunk, arguments: [id, h.id] }),
         );
       } else {
         lenses.push(
-          new vscode.CodeLens(range, {
+          new api.CodeLens(range, {
             title: h.decision === 'accept' ? '$(pass-filled) Accepted — undo' : '$(circle-slash) Rejected — undo',
             command: Commands.acceptHunk,
             arguments: [id, h.id, 'undo'],
@@ -108,19 +108,19 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       }
     }
     // after the hunks' own lenses, so that a change on the first line keeps its Accept/Reject in view
-    const top = new vscode.Range(0, 0, 0, 0);
+    const top = new api.Range(0, 0, 0, 0);
     const left = undecided(st.proposal, st.decisions).length;
     const total = st.proposal.files.reduce((n, x) => n + x.hunks.length, 0);
     lenses.push(
-      new vscode.CodeLens(top, { title: '$(check-all) Accept All', command: Commands.acceptAll, arguments: [id] }),
-      new vscode.CodeLens(top, { title: '$(close-all) Reject All', command: Commands.rejectAll, arguments: [id] }),
-      new vscode.CodeLens(top, {
+      new api.CodeLens(top, { title: '$(check-all) Accept All', command: Commands.acceptAll, arguments: [id] }),
+      new api.CodeLens(top, { title: '$(close-all) Reject All', command: Commands.rejectAll, arguments: [id] }),
+      new api.CodeLens(top, {
         title: `file ${index + 1}/${st.proposal.files.length} · ${total - left}/${total} decided`,
         command: '',
       }),
     );
     if (st.proposal.files.length > 1) {
-      lenses.push(new vscode.CodeLens(top, { title: 'Next File $(arrow-right)', command: Commands.reviewProposals, arguments: [id, (index + 1) % st.proposal.files.length] }));
+      lenses.push(new api.CodeLens(top, { title: 'Next File $(arrow-right)', command: Commands.reviewProposals, arguments: [id, (index + 1) % st.proposal.files.length] }));
     }
     return lenses;
   }
@@ -153,12 +153,12 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
     if (!f) return;
     st.current = index;
     const right = proposalUri(st.proposal.id, f);
-    const exists = !f.created && fs.existsSync(vscode.Uri.parse(f.uri).fsPath);
-    const left = exists ? vscode.Uri.parse(f.uri) : right.with({ query: `${right.query}&side=base` });
-    const name = path.basename(f.path || vscode.Uri.parse(f.uri).fsPath);
+    const exists = !f.created && fs.existsSync(api.Uri.parse(f.uri).fsPath);
+    const left = exists ? api.Uri.parse(f.uri) : right.with({ query: `${right.query}&side=base` });
+    const name = path.basename(f.path || api.Uri.parse(f.uri).fsPath);
     const n = st.proposal.files.length;
     const title = `${name} ↔ nagent proposal${n > 1 ? ` (${index + 1}/${n})` : ''}`;
-    await api.commands.execute('vscode.diff', left, right, title, { preview: false, viewColumn: vscode.ViewColumn.One });
+    await api.commands.execute('vscode.diff', left, right, title, { preview: false, viewColumn: api.ViewColumn.One });
     this.lensEmitter.fire();
   }
 
@@ -214,7 +214,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       await this.host.showAnswer('Review', first ? first.path || first.uri : '', st.proposal.request, st.response ?? '', outcome);
       const buffers: Record<string, string> = {};
       for (const f of st.proposal.files) {
-        const d = api.textDocuments().find((x) => x.uri.scheme === 'file' && x.uri.fsPath === vscode.Uri.parse(f.uri).fsPath);
+        const d = api.textDocuments().find((x) => x.uri.scheme === 'file' && x.uri.fsPath === api.Uri.parse(f.uri).fsPath);
         if (d) buffers[d.uri.fsPath] = d.getText();
       }
       this.host.report('review:applied', true, { id, accept, result, buffers });
@@ -228,14 +228,14 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
 
   private async closeEditors(id: string): Promise<void> {
     const tabs: vscode.Tab[] = [];
-    for (const g of vscode.window.tabGroups.all) {
+    for (const g of api.tabGroups().all) {
       for (const t of g.tabs) {
         const input = t.input;
-        if (input instanceof vscode.TabInputTextDiff && input.modified.scheme === PROPOSAL_SCHEME && parseProposalUri(input.modified).id === id) tabs.push(t);
-        else if (input instanceof vscode.TabInputText && input.uri.scheme === PROPOSAL_SCHEME && parseProposalUri(input.uri).id === id) tabs.push(t);
+        if (input instanceof api.TabInputTextDiff && input.modified.scheme === PROPOSAL_SCHEME && parseProposalUri(input.modified).id === id) tabs.push(t);
+        else if (input instanceof api.TabInputText && input.uri.scheme === PROPOSAL_SCHEME && parseProposalUri(input.uri).id === id) tabs.push(t);
       }
     }
-    if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
+    if (tabs.length) await api.tabGroups().close(tabs, true);
   }
 
   private async updateContext(): Promise<void> {
@@ -264,7 +264,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       const hunks = files.reduce((n, f) => n + (typeof f.hunks === 'number' ? f.hunks : Array.isArray(f.hunks) ? f.hunks.length : 0), 0);
       return {
         label: p.request || p.id,
-        description: `${files.map((f) => path.basename(vscode.Uri.parse(f.uri).fsPath)).join(', ')} · ${hunks} change${hunks === 1 ? '' : 's'}`,
+        description: `${files.map((f) => path.basename(api.Uri.parse(f.uri).fsPath)).join(', ')} · ${hunks} change${hunks === 1 ? '' : 's'}`,
         detail: p.createdAt ? `proposed ${formatDate(p.createdAt)}` : undefined,
         id: p.id,
       };
@@ -281,8 +281,8 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
 }
 
 export function proposalUri(id: string, f: ProposalFile): vscode.Uri {
-  const file = vscode.Uri.parse(f.uri);
-  return vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: file.path, query: new URLSearchParams({ id, file: f.uri }).toString() });
+  const file = api.Uri.parse(f.uri);
+  return api.Uri.from({ scheme: PROPOSAL_SCHEME, path: file.path, query: new URLSearchParams({ id, file: f.uri }).toString() });
 }
 
 export function parseProposalUri(uri: vscode.Uri): { id: string; file: string } {
@@ -291,12 +291,12 @@ export function parseProposalUri(uri: vscode.Uri): { id: string; file: string } 
 }
 
 function sameFile(f: ProposalFile, uri: vscode.Uri): boolean {
-  return vscode.Uri.parse(f.uri).fsPath === uri.fsPath;
+  return api.Uri.parse(f.uri).fsPath === uri.fsPath;
 }
 
 /** The file's text now: its open buffer (unsaved edits count), else the disk, else empty (a new file). */
 async function currentText(f: ProposalFile): Promise<string> {
-  const uri = vscode.Uri.parse(f.uri);
+  const uri = api.Uri.parse(f.uri);
   const open = api.textDocuments().find((d) => d.uri.scheme === 'file' && d.uri.fsPath === uri.fsPath);
   if (open) return open.getText();
   try {

@@ -1,12 +1,13 @@
 /** Read-only virtual documents (history, summaries) under the `nagent-view:` scheme. */
 import * as path from 'path';
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
+import * as api from './vscodeapi';
 
 export const VIEW_SCHEME = 'nagent-view';
 
 export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly contents = new Map<string, string>();
-  private readonly emitter = new vscode.EventEmitter<vscode.Uri>();
+  private readonly emitter = new api.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.emitter.event;
 
   provideTextDocumentContent(uri: vscode.Uri): string {
@@ -16,7 +17,7 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
   /** A read-only snapshot `nagent-view:/<kind>/<name>` (named like the file, so it is highlighted alike). */
   put(kind: string, file: vscode.Uri, text: string): vscode.Uri {
     const name = path.basename(file.fsPath || file.path) || 'untitled';
-    const uri = vscode.Uri.from({
+    const uri = api.Uri.from({
       scheme: VIEW_SCHEME,
       path: `/${kind}/${name}`,
       query: new URLSearchParams({ file: file.toString(), at: String(Date.now()) }).toString(),
@@ -29,22 +30,22 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
   /** One document per (kind, file): showing it again updates it in place. */
   async show(kind: string, file: vscode.Uri, markdown: string): Promise<vscode.TextEditor> {
     const name = path.basename(file.fsPath || file.path) || 'untitled';
-    const uri = vscode.Uri.from({
+    const uri = api.Uri.from({
       scheme: VIEW_SCHEME,
       path: `/${kind} — ${name}.md`,
       query: new URLSearchParams({ file: file.toString() }).toString(),
     });
     this.contents.set(uri.toString(), markdown);
     this.emitter.fire(uri);
-    const doc = await vscode.workspace.openTextDocument(uri);
+    const doc = await api.openTextDocument(uri);
     if (doc.languageId !== 'markdown') {
       try {
-        await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+        await api.setTextDocumentLanguage(doc, 'markdown');
       } catch {
         /* markdown support missing: plain text is fine */
       }
     }
-    return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false, preview: true });
+    return api.showTextDocument(doc, { viewColumn: api.ViewColumn.Beside, preserveFocus: false, preview: true });
   }
 
   dispose(): void {
@@ -57,5 +58,5 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
 export function viewSubject(uri: vscode.Uri): vscode.Uri | undefined {
   if (uri.scheme !== VIEW_SCHEME) return undefined;
   const file = new URLSearchParams(uri.query).get('file');
-  return file ? vscode.Uri.parse(file) : undefined;
+  return file ? api.Uri.parse(file) : undefined;
 }

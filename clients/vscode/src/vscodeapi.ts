@@ -1,9 +1,28 @@
 /**
  * The thin seam between the extension and the `vscode` module (as in ruff-vscode): the rest of
  * the extension calls these wrappers, so the editor API it depends on is listed in one place and
- * can be replaced by a fake in tests.
+ * can be replaced by a fake in tests (test/unit/seam.ts). This is the only module that imports
+ * `vscode` at run time; every other one may only `import type` it (eslint's no-restricted-imports).
  */
 import * as vscode from 'vscode';
+
+// The API's classes and enums the extension constructs or compares against, re-exported as values.
+export {
+  CodeLens,
+  EventEmitter,
+  FoldingRange,
+  FoldingRangeKind,
+  ProgressLocation,
+  Range,
+  Selection,
+  StatusBarAlignment,
+  TabInputText,
+  TabInputTextDiff,
+  TextEditorRevealType,
+  Uri,
+  ViewColumn,
+  WorkspaceEdit,
+} from 'vscode';
 
 export const commands = {
   register: (id: string, fn: (...args: unknown[]) => unknown): vscode.Disposable => vscode.commands.registerCommand(id, fn),
@@ -21,6 +40,33 @@ export function onDidChangeConfiguration(listener: (e: vscode.ConfigurationChang
 
 export function createOutputChannel(name: string): vscode.LogOutputChannel {
   return vscode.window.createOutputChannel(name, { log: true });
+}
+
+export function workspaceFolders(): readonly vscode.WorkspaceFolder[] | undefined {
+  return vscode.workspace.workspaceFolders;
+}
+
+export function getExtension<T>(id: string): vscode.Extension<T> | undefined {
+  return vscode.extensions.getExtension<T>(id);
+}
+
+export function openExternal(uri: vscode.Uri): Thenable<boolean> {
+  return vscode.env.openExternal(uri);
+}
+
+export function createStatusBarItem(id: string, alignment: vscode.StatusBarAlignment, priority: number): vscode.StatusBarItem {
+  return vscode.window.createStatusBarItem(id, alignment, priority);
+}
+
+export function withProgress<R>(
+  options: vscode.ProgressOptions,
+  task: (progress: vscode.Progress<{ message?: string; increment?: number }>, token: vscode.CancellationToken) => Thenable<R>,
+): Thenable<R> {
+  return vscode.window.withProgress(options, task);
+}
+
+export function tabGroups(): vscode.TabGroups {
+  return vscode.window.tabGroups;
 }
 
 export function activeEditor(): vscode.TextEditor | undefined {
@@ -63,12 +109,23 @@ export function showWarningMessage(message: string, ...items: string[]): Thenabl
   return vscode.window.showWarningMessage(message, ...items);
 }
 
+/** A modal warning: the user must answer (or dismiss) before going on. */
+export function showModalWarning(message: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showWarningMessage(message, { modal: true }, ...items);
+}
+
 export function showErrorMessage(message: string, ...items: string[]): Thenable<string | undefined> {
   return vscode.window.showErrorMessage(message, ...items);
 }
 
+/** A webview panel whose only script is the page's own (CSP nonce); it reads no local files. */
 export function createWebviewPanel(viewType: string, title: string, column: vscode.ViewColumn, preserveFocus: boolean): vscode.WebviewPanel {
-  return vscode.window.createWebviewPanel(viewType, title, { viewColumn: column, preserveFocus }, { enableScripts: false, enableFindWidget: true, retainContextWhenHidden: false });
+  return vscode.window.createWebviewPanel(
+    viewType,
+    title,
+    { viewColumn: column, preserveFocus },
+    { enableScripts: true, localResourceRoots: [], enableFindWidget: true, retainContextWhenHidden: false },
+  );
 }
 
 export function registerTextDocumentContentProvider(scheme: string, provider: vscode.TextDocumentContentProvider): vscode.Disposable {
@@ -93,6 +150,14 @@ export function onDidOpenTextDocument(listener: (d: vscode.TextDocument) => unkn
 
 export function onDidChangeVisibleTextEditors(listener: (e: readonly vscode.TextEditor[]) => unknown): vscode.Disposable {
   return vscode.window.onDidChangeVisibleTextEditors(listener);
+}
+
+export function onDidCloseTextDocument(listener: (d: vscode.TextDocument) => unknown): vscode.Disposable {
+  return vscode.workspace.onDidCloseTextDocument(listener);
+}
+
+export function onDidChangeActiveTextEditor(listener: (e: vscode.TextEditor | undefined) => unknown): vscode.Disposable {
+  return vscode.window.onDidChangeActiveTextEditor(listener);
 }
 
 export function onDidChangeTextDocument(listener: (e: vscode.TextDocumentChangeEvent) => unknown): vscode.Disposable {

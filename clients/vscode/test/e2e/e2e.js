@@ -37,6 +37,11 @@ const MODEL = 'scripted-e2e-model';
 const REQUEST = 'rename greet to welcome and use an f-string';
 const SUMMARY = 'A tiny greeting module: welcome(name) greets a name and falls back to "world".';
 const MODEL_2 = 'scripted-e2e-model-renamed';
+// nagent.model names this priced profile, so results carry a cost: 1 per million input tokens, 2 per million output.
+const PROFILE = 'fake';
+const PRICE = { input: 1, output: 2 };
+/** The cost of the first edit (2,700 tokens in, 360 out) as the status bar and the Answers panel show it. */
+const EDIT_COST = ((2700 * PRICE.input + 360 * PRICE.output) / 1e6).toFixed(4);
 
 function mustEnv(name) {
   const v = process.env[name];
@@ -270,7 +275,8 @@ function writeUserSettings(ud) {
   const settings = {
     'nagent.server.command': serverArgv(),
     'nagent.baseUrl': ctx.baseUrl,
-    'nagent.model': MODEL,
+    'nagent.models': { [PROFILE]: { model: MODEL, price: PRICE } },
+    'nagent.model': PROFILE,
     'nagent.history.summarize': false,
     'nagent.shell': 'deny',
     'workbench.startupEditor': 'none',
@@ -652,6 +658,7 @@ async function runSteps() {
     assert(rec.ok, 'Show Status failed', rec.error);
     const s = rec.result.status;
     assert(s.model === MODEL, `model is ${s.model}, expected ${MODEL} (settings did not reach the server)`, s);
+    assert(s.modelProfile === PROFILE, `model profile is ${s.modelProfile}, expected ${PROFILE}`, s);
     assert(s.baseUrl === ctx.baseUrl, `baseUrl is ${s.baseUrl}, expected ${ctx.baseUrl}`, s);
     assert(s.modelConfigured === true, 'modelConfigured is not true', s);
     assert(
@@ -702,6 +709,8 @@ async function runSteps() {
       await sleep(100);
     }
     assert(/2\.7k↑/.test(bar) && /360↓/.test(bar), `status bar does not show the last run's tokens (2.7k↑ 360↓): ${bar}`);
+    assert(rec.result.tokens && Math.abs(rec.result.tokens.cost - Number(EDIT_COST)) < 1e-4, `the edit result's cost is not ${EDIT_COST}`, rec.result.tokens);
+    assert(bar.includes(`360↓ · ${EDIT_COST}`), `status bar does not show the priced profile's cost (· ${EDIT_COST}): ${bar}`);
   }, { needs: ['nagent.edit'] });
 
   await step('the edit is one undo step (Ctrl+Z restores, Ctrl+Shift+Z re-applies)', async () => {
@@ -755,9 +764,12 @@ async function runSteps() {
     assert(rec, 'no Answers panel was shown after the edit');
     assert(rec.result.markdown.includes('Renamed greet to welcome'), 'the Answers panel lacks the response', rec.result.markdown);
     assert(/2\.7k in \/ 360 out/.test(rec.result.markdown), 'the Answers panel lacks the tokens', rec.result.markdown);
+    assert(rec.result.markdown.includes(`cost ${EDIT_COST}`), `the Answers panel lacks the cost (cost ${EDIT_COST})`, rec.result.markdown);
     assert(rec.result.rendered === true, 'the answer was not rendered by the Markdown renderer');
+    assert(rec.result.displayed === true, 'the Answers page did not confirm that it shows the answer');
     const text = await webviewText('Renamed greet to welcome');
     assert(text && !text.includes('###'), 'the webview shows Markdown source instead of rendered text', text);
+    assert(text.includes(`cost ${EDIT_COST}`), `the Answers panel does not show the cost (cost ${EDIT_COST})`, text);
     const tabs = await tabTitles();
     assert(tabs.some((t) => t.includes('nagent Answers')), 'no "nagent Answers" tab', tabs);
     await shot('answers-panel');
@@ -1073,6 +1085,10 @@ async function runSteps() {
     assert(String(rec.result.outputs && rec.result.outputs.explanation).includes('EXPLANATION-77'), 'the recipe output is missing', rec.result);
     const panel = readReport().slice(ctx.reportIndex).filter((r) => r.event === 'panel' && r.result.key === 'answers').pop();
     assert(panel && panel.result.markdown.includes('EXPLANATION-77'), 'the recipe output is not in the Answers panel', panel);
+    // an update of an open panel: the page confirmed it shows the new content (no blank page while it reloads)
+    assert(panel.result.displayed === true, 'the Answers page did not confirm that it shows the recipe output', panel.result);
+    const text = await webviewText('EXPLANATION-77', 2000);
+    assert(text.includes('EXPLANATION-77'), 'the Answers panel does not show the recipe output right after the run', text);
     await shot('recipe');
   }, { needs: ['nagent.recipes.list', 'nagent.recipe.run'] });
 

@@ -103,6 +103,21 @@ async def test_recipe_that_outputs_file_text_produces_an_edit(workspace, editors
     assert proposed["reason"] == "no change"  # the buffer already holds that text
 
 
+async def test_a_recipe_run_is_priced_by_its_steps_profiles(workspace, editors, fake_model) -> None:
+    target = repo(workspace)
+    recipe(workspace, "rewrite", REWRITE, ".yaml")
+    recipe(workspace, "shout", TWO_STEPS)  # its own profile "drafter" has no price
+    fake_model.script(text(CHANGED), text("quiet"))
+    priced = {"models": {"paid": {"model": "paid-model", "price": {"input": 2, "output": 10}}}, "model": "paid"}
+    async with editors.open("vscode", workspace, model=True, init_options={**priced, "shell": "allow"}) as editor:
+        uri = editor.open(target)
+        rewritten = await editor.command("nagent.recipe.run", {"uri": uri, "recipe": "rewrite"})
+        shouted = await editor.command("nagent.recipe.run", {"uri": uri, "recipe": "shout", "request": "hi"})
+    tokens = rewritten["tokens"]
+    assert tokens["input"] > 0 and tokens["cost"] == round((tokens["input"] * 2 + tokens["output"] * 10) / 1e6, 6)
+    assert "cost" not in shouted["tokens"]  # a step on an unpriced profile: the run's cost is unknown, not 0
+
+
 async def test_recipe_proposal_under_review(workspace, editors, fake_model) -> None:
     target = repo(workspace)
     recipe(workspace, "rewrite", REWRITE, ".yaml")

@@ -166,6 +166,13 @@ def step_settings(run: RecipeRun, step: Step) -> Settings:
     return resolved
 
 
+def step_price(run: RecipeRun, step: Step) -> tuple[float, float] | None:
+    """The step's profile price (per million tokens, input and output), when its profile has one."""
+    name = step.model or run.settings.model
+    profile = run.recipe.models.get(name) or run.settings.models.get(name)
+    return (profile.price.input, profile.price.output) if profile is not None and profile.price else None
+
+
 async def _llm(run: RecipeRun, step: Step, strings: Mapping[str, str], record: StepRecord) -> str:
     settings = step_settings(run, step)
     record.model = settings.model
@@ -178,7 +185,7 @@ async def _llm(run: RecipeRun, step: Step, strings: Mapping[str, str], record: S
         reply = await model.complete([Message("system", prompt), Message("user", ask)], cancel=run.cancel)
     finally:
         await model.aclose()
-    run.tokens.add(reply.usage)
+    run.tokens.add_priced(reply.usage, step_price(run, step))
     return _unfenced(reply.text) if step.kind == "string" else reply.text
 
 

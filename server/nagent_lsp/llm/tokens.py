@@ -29,6 +29,11 @@ class Tokens:
     memory_calls: int = 0
     price: Price | None = None  # the run's model profile price, when it has one
     memory_price: Price | None = None  # the summary model's (None: memory is unpriced)
+    # Calls priced one by one (a recipe's steps may each use another profile): their cost so far, and whether one
+    # had no price (then the run's cost is unknown).
+    call_cost: float = 0.0
+    priced_calls: int = 0
+    unpriced_calls: int = 0
 
     def add(self, usage: Usage) -> None:
         self.input += usage.input
@@ -36,6 +41,15 @@ class Tokens:
         self.cache_read += usage.cache_read
         self.turns += 1
         self.estimated = self.estimated or usage.estimated
+
+    def add_priced(self, usage: Usage, price: Price | None) -> None:
+        """A call on its own model profile: counted as `add` does, and priced with that profile's price."""
+        self.add(usage)
+        if price is None:
+            self.unpriced_calls += 1
+        else:
+            self.priced_calls += 1
+            self.call_cost += usage.input * price[0] + usage.output * price[1]
 
     def add_unanswered(self, messages: list[Message]) -> None:
         """A call that got no reply (cancelled mid-request): what was sent still counts, as the estimate."""
@@ -70,9 +84,14 @@ class Tokens:
 
     def cost(self) -> float | None:
         """In the price's currency; None when a price that is needed is unknown."""
-        if self.price is None or (self.memory and self.memory_price is None):
+        if self.priced_calls or self.unpriced_calls:
+            if self.unpriced_calls or (self.memory and self.memory_price is None):
+                return None
+            total = self.call_cost
+        elif self.price is None or (self.memory and self.memory_price is None):
             return None
-        total = self.input * self.price[0] + self.output * self.price[1]
+        else:
+            total = self.input * self.price[0] + self.output * self.price[1]
         if self.memory and self.memory_price is not None:
             total += self.memory_input * self.memory_price[0] + self.memory_output * self.memory_price[1]
         return round(total / 1_000_000, 6)

@@ -22,7 +22,7 @@ export function formatCost(cost: number | undefined | null): string {
 export function formatTokens(t: Tokens | undefined | null): string {
   if (!t) return '';
   const turns = typeof t.turns === 'number' ? `${t.turns} turn${t.turns === 1 ? '' : 's'}, ` : '';
-  let s = `${turns}${formatCount(t.input)} in / ${formatCount(t.output)} out`;
+  let s = `${turns}${formatCount(t.input)} in / ${formatCount(t.output)} out tokens`;
   if (typeof t.cacheRead === 'number' && t.cacheRead > 0) s += `, ${formatCount(t.cacheRead)} cached`;
   if (typeof t.memory === 'number' && t.memory > 0) s += `, ${formatCount(t.memory)} memory`;
   const cost = formatCost(t.cost);
@@ -56,7 +56,7 @@ export function statusBarView(
   if (running && state === 'running') {
     return {
       text: `$(sync~spin) ${model || 'nagent'} · ${running}`,
-      tooltip: `nagent is working: ${running}\nCancel it from its progress notification.${last ? `\nLast run: ${formatTokens(last)} tokens` : ''}`,
+      tooltip: `nagent is working: ${running}\nCancel it from its progress notification.${last ? `\nLast run: ${formatTokens(last)}` : ''}`,
     };
   }
   if (state === 'starting') return { text: '$(sync~spin) nagent', tooltip: 'nagent: starting the server…' };
@@ -69,7 +69,7 @@ export function statusBarView(
     text += ` · ${formatCount(last.input)}↑ ${formatCount(last.output)}↓`;
     const cost = formatCost(last.cost);
     if (cost) text += ` · ${cost}`;
-    tooltip += `\nLast run: ${formatTokens(last)} tokens`;
+    tooltip += `\nLast run: ${formatTokens(last)}`;
   }
   return { text, tooltip: tooltip + '\nClick for nagent status.' };
 }
@@ -111,7 +111,7 @@ export interface Notice {
 }
 
 export function editNotice(r: EditResult): Notice {
-  const tokens = r.tokens ? ` (${formatTokens(r.tokens)} tokens)` : '';
+  const tokens = r.tokens ? ` (${formatTokens(r.tokens)})` : '';
   const response = firstLine(r.response);
   if (!r.applied && proposalId(r.proposal)) {
     const files = r.files?.length ?? 0;
@@ -289,7 +289,7 @@ export function answerMarkdown(a: AnswerEntry): string {
   }
   const meta: string[] = [];
   if (a.outcome) meta.push(a.outcome);
-  if (a.tokens) meta.push(`${formatTokens(a.tokens)} tokens`);
+  if (a.tokens) meta.push(formatTokens(a.tokens));
   if (meta.length) out.push(`_${meta.map(mdEscape).join(' · ')}_`);
   return out.join('\n\n');
 }

@@ -593,13 +593,14 @@ class HistoryService:
         return self._ignore_revs
 
     def entry(
-        self, rel: str, hs: HistorySettings, *, sync: bool = True, wait: float = 0.0, page: int = FIRST_PAGE
+        self, rel: str, hs: HistorySettings, *, sync: bool = True, wait: float = 0.0, page: int | None = None
     ) -> _Entry | None:
         """The file's history at HEAD (`rel` as the file system gave it). `sync`: a command may wait for git (an
         incremental update, a first page); a hover passes sync=False and waits at most `wait` seconds in all.
         `page`: how many commits the per-file query fetches before the index is ready (a batch job asks for all
         it will use). Never an answer from another HEAD's view. None: no HEAD (an unborn branch, not a repository)."""
         deadline = time.monotonic() + wait
+        page = FIRST_PAGE if page is None else page  # read at call time (tests shrink the first page)
         raw = to_bytes(rel)
         head = read_head(self.root)
         with self._lock:
@@ -646,7 +647,7 @@ class HistoryService:
             return entry
 
     def _entry_before_index(
-        self, raw: bytes, head: str, hs: HistorySettings, sync: bool, deadline: float, first_page: int = FIRST_PAGE
+        self, raw: bytes, head: str, hs: HistorySettings, sync: bool, deadline: float, first_page: int
     ) -> _Entry:
         """Before the index is ready for `head`: the first page (waited for within the deadline unless `sync`), or
         what the background build has streamed when that holds more of the file's commits."""

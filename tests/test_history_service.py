@@ -24,17 +24,22 @@ CY = dict(author="Cy Doe", email="cy@example.com")
 
 def story(root: Path) -> dict[str, str]:
     """app.py is renamed to src/app.py half way; util.py usually changes with it; one mass commit; a merge."""
-    h = build_repo(root, [
-        Commit("start", {"app.py": "a\nb\nc\n", "util.py": "u1\n", "README.md": "r\n", "old_helper.py": "h\n"}, **ANN),
-        Commit("app and util", {"app.py": "a\nB\nc\n", "util.py": "u2\n"}, **BOB),
-        Commit("helper only", {"old_helper.py": "h2\n"}, **BOB),
-        Commit("move app", renames={"app.py": "src/app.py"}, **ANN),
-        Commit("reformat", {"src/app.py": "a\nB\nc\n\n", **{f"gen/f{i}.py": f"{i}\n" for i in range(6)}}, **CY),
-        Commit("app util readme", {"src/app.py": "a\nB\nC\n\n", "util.py": "u3\n", "README.md": "r2\n"}, **ANN),
-        Commit("topic: helper", {"old_helper.py": "h3\n", "src/app.py": "a\nB\nC\nD\n"}, branch="topic", **BOB),
-        Commit("back", branch="main", **ANN),  # an empty commit on main so the merge is a real merge
-        Commit("Merge topic", merge="topic", **ANN),
-    ])
+    h = build_repo(
+        root,
+        [
+            Commit(
+                "start", {"app.py": "a\nb\nc\n", "util.py": "u1\n", "README.md": "r\n", "old_helper.py": "h\n"}, **ANN
+            ),
+            Commit("app and util", {"app.py": "a\nB\nc\n", "util.py": "u2\n"}, **BOB),
+            Commit("helper only", {"old_helper.py": "h2\n"}, **BOB),
+            Commit("move app", renames={"app.py": "src/app.py"}, **ANN),
+            Commit("reformat", {"src/app.py": "a\nB\nc\n\n", **{f"gen/f{i}.py": f"{i}\n" for i in range(6)}}, **CY),
+            Commit("app util readme", {"src/app.py": "a\nB\nC\n\n", "util.py": "u3\n", "README.md": "r2\n"}, **ANN),
+            Commit("topic: helper", {"old_helper.py": "h3\n", "src/app.py": "a\nB\nC\nD\n"}, branch="topic", **BOB),
+            Commit("back", branch="main", **ANN),  # an empty commit on main so the merge is a real merge
+            Commit("Merge topic", merge="topic", **ANN),
+        ],
+    )
     names = ["start", "app_util", "helper", "move", "reformat", "app_util_readme", "topic", "back", "merge"]
     return dict(zip(names, h, strict=False))
 
@@ -257,8 +262,10 @@ def test_model_summarizer_prompt_and_reply_parsing() -> None:
 
     def complete(messages):
         seen.append(messages)
-        return '```json\n{"summaries": [{"commit": "' + "a" * 40 + '", "path": "f.py", "summary": "Fixed  it."},' \
-               '{"commit": "bbbbbbb", "summary": "Added f."}, {"commit": "cccccccc", "summary": "x"}]}\n```'
+        return (
+            '```json\n{"summaries": [{"commit": "' + "a" * 40 + '", "path": "f.py", "summary": "Fixed  it."},'
+            '{"commit": "bbbbbbb", "summary": "Added f."}, {"commit": "cccccccc", "summary": "x"}]}\n```'
+        )
 
     out = make_model_summarizer(complete)(items)
     assert out == {("a" * 40, "f.py"): "Fixed it.", ("b" * 40, "f.py"): "Added f."}
@@ -291,8 +298,19 @@ def test_merge_commits_are_not_file_history(repo, tmp_path: Path) -> None:
     for rel in ("src/app.py", "old_helper.py"):
         hashes = [c.hash for c in service.entry(rel, HistorySettings()).view.commits]
         assert h["merge"] not in hashes
-        assert hashes == git(root, "log", "--full-history", "--no-merges", "--format=%H", "--", rel,
-                             *(["app.py"] if rel == "src/app.py" else [])).split()
+        assert (
+            hashes
+            == git(
+                root,
+                "log",
+                "--full-history",
+                "--no-merges",
+                "--format=%H",
+                "--",
+                rel,
+                *(["app.py"] if rel == "src/app.py" else []),
+            ).split()
+        )
     service.close()
 
 
@@ -310,3 +328,26 @@ def test_block_reuses_the_sessions_service(repo) -> None:
     assert services[0].counters.builds == 1
     for service in services:
         service.close()
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_renamed_coedited_file_is_listed_once(tmp_path: Path, indexed: bool) -> None:
+    # util.py becomes lib/util.py in a commit that does not touch app.py: before the index, app.py's own commits
+    # cannot tell that the two names are one file, so the old name (absent at HEAD) is left out rather than listed
+    # twice; the index knows the rename and counts every co-edit under the current name.
+    root = tmp_path / "repo"
+    build_repo(
+        root,
+        [
+            Commit("start", {"app.py": "a\n", "util.py": "u1\n"}),
+            Commit("both", {"app.py": "b\n", "util.py": "u2\n"}),
+            Commit("move util", renames={"util.py": "lib/util.py"}),
+            Commit("both again", {"app.py": "c\n", "lib/util.py": "u3\n"}),
+        ],
+    )
+    service = HistoryService(root, tmp_path / "cache")
+    if indexed:
+        service.start().result()
+    rows = {r.path: r.count for r in service.entry("app.py", HistorySettings()).view.coedits.rows}
+    assert rows == ({"lib/util.py": 3} if indexed else {"lib/util.py": 1})
+    service.close()

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as futures_wait
@@ -156,6 +156,9 @@ class _Entry:
 class _Page:
     index: RepoIndex
     lineage: Lineage
+    # The page's co-edited paths that exist at its HEAD: a page holds only the file's own commits, so a co-edited
+    # file renamed in a commit outside them would show under both names; its old name is left out instead.
+    alive: frozenset[bytes] | None = None
 
 
 @dataclass(frozen=True)
@@ -680,7 +683,7 @@ class HistoryService:
         chosen = streamed or page
         if chosen is None:
             return self._nothing_known(raw, head)
-        entry = self._make_entry(chosen.index, chosen.lineage, None, hs, ignored, drop_dead=False)
+        entry = self._make_entry(chosen.index, chosen.lineage, None, hs, ignored, drop_dead=False, alive=chosen.alive)
         entry.partial = True
         entry.head = head
         if building:
@@ -740,6 +743,7 @@ class HistoryService:
             page = _Page(
                 partial,
                 Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped, lineage.ids),
+                self._alive(partial, lineage.commits, head),
             )
             with self._lock:
                 self._pages.put((raw, head, size), page)
@@ -747,6 +751,16 @@ class HistoryService:
         finally:
             with self._lock:
                 self._page_pending.pop((raw, head, size), None)
+
+    def _alive(self, index: RepoIndex, commits: Sequence[CommitRef], head: str) -> frozenset[bytes] | None:
+        """Which paths the commits touched exist at `head` (None: unknown, nothing is left out)."""
+        touched = {index.paths[pid] for c in commits for pid in index.touched(c.id)}
+        try:
+            self.counters.git_processes += 1
+            return frozenset(self.git.existing(head, touched))
+        except GitError as exc:
+            log.info("could not check which co-edited files exist: %s", exc)
+            return None
 
     def _make_entry(
         self,
@@ -757,6 +771,7 @@ class HistoryService:
         ignored: frozenset[str],
         *,
         drop_dead: bool,
+        alive: frozenset[bytes] | None = None,
     ) -> _Entry:
         window = lineage.commits[: hs.maxCommits]
         own = set(lineage.names)
@@ -773,7 +788,7 @@ class HistoryService:
             own,
             hs.maxChangesetFiles,
             lambda h: is_ignored(h, ignored),
-            keep if drop_dead else (lambda _p: True),
+            keep if drop_dead else (alive.__contains__ if alive is not None else (lambda _p: True)),
             TOP,
             display,
         )

@@ -129,7 +129,8 @@ only says so in the echo area."
 
 (defconst nagent--code-action-commands
   '("nagent.edit" "nagent.history" "nagent.split" "nagent.patch"
-    "nagent.instruction.apply" "nagent.recipe.run" "nagent.codeAction.run")
+    "nagent.instruction.apply" "nagent.recipe.run" "nagent.codeAction.run"
+    "nagent.review.apply" "nagent.review.discard")
   "Commands of nagent's code actions that the client runs its own way.
 See `nagent-run-code-action-command'.")
 
@@ -1015,7 +1016,10 @@ the *nagent* buffer and a change awaiting review opens in `nagent-review'."
 `nagent-request-history') and runs `nagent-edit' on the range;
 history, split, patch and recipes run through `nagent-history',
 `nagent-split', `nagent-patch' and `nagent-run-recipe'; an
-instruction runs asynchronously with its answer in *nagent*.
+instruction runs asynchronously with its answer in *nagent*; accepting
+or rejecting a proposed change (`nagent.review.apply' and
+`nagent.review.discard') runs asynchronously too, and the open
+conversations are reverted once the review is recorded in them.
 Returns the command's result plist, or the job of a long run."
   (let ((argument (nagent--normalize argument)))
     (with-current-buffer (nagent--action-buffer argument)
@@ -1036,6 +1040,8 @@ Returns the command's result plist, or the job of a long run."
           ("nagent.recipe.run"
            (nagent-run-recipe (plist-get argument :recipe) (plist-get argument :request) beg end))
           ("nagent.instruction.apply" (nagent--apply-instruction argument))
+          ((or "nagent.review.apply" "nagent.review.discard")
+           (nagent--review-code-action command argument))
           ;; A server that wrapped a command anyway (it did not see the capability).
           ("nagent.codeAction.run"
            (nagent-run-code-action-command (plist-get argument :command)
@@ -1244,7 +1250,11 @@ Interactively asks first; NO-CONFIRM skips that.  Returns the archive path."
 
 (defvar-local nagent-review-id nil "Id of the proposal shown in this buffer.")
 (defvar-local nagent-review--proposal nil "The proposal (nagent.review.show's result).")
-(defvar-local nagent-review--hunks nil "List of (ID MARKER FILE LINE) in buffer order.")
+(defvar-local nagent-review--hunks nil
+  "List of (ID MARKER FILE LINE APPLIES NEW-LINES) in buffer order.
+LINE: the hunk's first line (1-based) in the file's current text;
+APPLIES: nil when its lines changed since (it can only be rejected);
+NEW-LINES: how many lines it adds (negative: removes).")
 (defvar-local nagent-review--decisions nil "Hash table hunk id -> `accept' or `reject'.")
 (defvar-local nagent-review--marks nil "Hash table hunk id -> overlay showing the decision.")
 (defvar-local nagent-review--source nil "A buffer whose connection carries the review commands.")
@@ -1255,8 +1265,9 @@ Interactively asks first; NO-CONFIRM skips that.  Returns the archive path."
 \\[nagent-review-accept] accepts the hunk at point, \\[nagent-review-reject] rejects it;
 \\[nagent-review-accept-all] / \\[nagent-review-reject-all] decide all at once.  Once every hunk is
 decided the decision is sent (\\[nagent-review-finish] sends it earlier, undecided
-hunks rejected).  \\[nagent-review-visit] visits the source, \\[quit-window] quits (the proposal
-stays pending; \\[nagent-review] reopens it).
+hunks rejected).  A hunk marked NO LONGER APPLIES (its lines changed
+since) can only be rejected.  \\[nagent-review-visit] visits the source at the line at point,
+\\[quit-window] quits (the proposal stays pending; \\[nagent-review] reopens it).
 
 \\{nagent-review-mode-map}"
   (setq buffer-read-only t)
@@ -1269,25 +1280,110 @@ stays pending; \\[nagent-review] reopens it).
   (setq nagent-review--decisions (make-hash-table :test #'equal)
         nagent-review--marks (make-hash-table :test #'equal)))
 
-(defun nagent--line-count (text)
-  "Number of lines TEXT spans (a last line without newline counts)."
-  (if (or (null text) (string-empty-p text)) 0
-    (+ (cl-count ?\n text) (if (string-suffix-p "\n" text) 0 1))))
-
-(defun nagent--diff-lines (text prefix)
-  "TEXT as diff lines, each starting with PREFIX."
-  (if (or (null text) (string-empty-p text)) ""
-    (let ((lines (split-string (string-remove-suffix "\n" text) "\n")))
-      (concat (mapconcat (lambda (l) (concat prefix l)) lines "\n") "\n"
-              (if (string-suffix-p "\n" text) "" "\\ No newline at end of file\n")))))
-
 (defun nagent--review-file-path (file)
   "Absolute path of the proposal FILE (a plist with :uri and :path)."
   (let ((uri (plist-get file :uri)))
     (if uri (nagent--uri-to-path uri) (plist-get file :path))))
 
+(defconst nagent-review-context-lines 3
+  "Lines of the file shown before and after each hunk, as `git diff' does.")
+
+(defface nagent-review-stale '((t :inherit warning :weight bold))
+  "Face of the header of a hunk that no longer applies.")
+
+(defun nagent--text-lines (text)
+  "TEXT as (LINES . EOL): a vector of its lines and whether it ends with a newline."
+  (if (or (null text) (string-empty-p text)) (cons [] t)
+    (cons (vconcat (split-string (string-remove-suffix "\n" text) "\n"))
+          (string-suffix-p "\n" text))))
+
+(defun nagent--review-current-lines (path)
+  "The current text of PATH as (LINES . EOL) (see `nagent--text-lines').
+The text of the buffer visiting PATH when there is one, else the file's."
+  (let ((buf (and path (find-buffer-visiting path))))
+    (cond (buf (with-current-buffer buf
+                 (save-restriction
+                   (widen)
+                   (nagent--text-lines (buffer-substring-no-properties (point-min) (point-max))))))
+          ((and path (file-readable-p path) (not (file-directory-p path)))
+           (with-temp-buffer
+             (insert-file-contents path)
+             (nagent--text-lines (buffer-string))))
+          (t (cons [] t)))))
+
+(defun nagent--hunk-span (start count)
+  "A unified diff header's START,COUNT (1-based; \",1\" left out as git does)."
+  (cond ((= count 1) (format "%d" (1+ start)))
+        ((= count 0) (format "%d,0" start))
+        (t (format "%d,%d" (1+ start) count))))
+
+(defun nagent--review-insert-line (prefix text line)
+  "Insert the diff line PREFIX TEXT, visiting LINE (1-based) of the file on RET."
+  (insert (propertize (concat prefix text "\n") 'nagent-line line)))
+
+(defun nagent--review-insert-hunk (file-path hunk lines eol from to offset)
+  "Insert HUNK of FILE-PATH as `git diff' shows it; return its entry.
+LINES and EOL are the file's current text (`nagent--review-current-lines');
+FROM..TO bound the context lines (never another hunk's lines); OFFSET
+is how many lines the file's earlier hunks add.  The entry is
+\(ID MARKER FILE LINE APPLIES NEW-LINES), LINE the hunk's first line
+\(1-based) in the current text."
+  (let* ((id (plist-get hunk :id))
+         (old (or (plist-get hunk :oldText) ""))
+         (new (or (plist-get hunk :newText) ""))
+         ;; false is :json-false under eglot, nil under lsp-mode; an older server sends none
+         (applies (or (not (plist-member hunk :applies))
+                      (nagent--true-p (plist-get hunk :applies))))
+         (n (length lines))
+         (start (min n (or (nagent--get hunk :range :start :line) 0)))
+         (end (max start (min n (or (nagent--get hunk :range :end :line) start))))
+         (old-lines (car (nagent--text-lines old)))
+         (new-lines (car (nagent--text-lines new)))
+         (before (max 0 (min start (max from (- start nagent-review-context-lines)))))
+         (after (max end (min to (+ end nagent-review-context-lines))))
+         (old-count (+ (- start before) (length old-lines) (- after end)))
+         (new-count (+ (- start before) (length new-lines) (- after end)))
+         (beg (point)))
+    (insert (format "@@ -%s +%s @@ hunk %s" (nagent--hunk-span before old-count)
+                    (nagent--hunk-span (+ before offset) new-count) id))
+    (unless applies
+      (insert (propertize "  NO LONGER APPLIES (its lines changed since; r rejects it)"
+                          'face 'nagent-review-stale)))
+    (insert "\n")
+    (put-text-property beg (point) 'nagent-line (1+ start))
+    (cl-loop for i from before below start
+             do (nagent--review-insert-line " " (aref lines i) (1+ i)))
+    (cl-loop for l across old-lines for k from 0
+             do (nagent--review-insert-line "-" l (+ start 1 k)))
+    (unless (or (string-empty-p old) (string-suffix-p "\n" old))
+      (insert "\\ No newline at end of file\n"))
+    (cl-loop for l across new-lines for k from 0
+             do (nagent--review-insert-line
+                 "+" l (+ start 1 (min k (max 0 (1- (length old-lines)))))))
+    (unless (or (string-empty-p new) (string-suffix-p "\n" new))
+      (insert "\\ No newline at end of file\n"))
+    (cl-loop for i from end below after
+             do (nagent--review-insert-line " " (aref lines i) (1+ i)))
+    (when (and (> after end) (= after n) (not eol))
+      (insert "\\ No newline at end of file\n"))
+    (put-text-property beg (point) 'nagent-hunk id)
+    (put-text-property beg (point) 'nagent-file file-path)
+    (list id (copy-marker beg) file-path (1+ start) applies
+          (- (length new-lines) (length old-lines)))))
+
+(defun nagent--review-shown-path (file path)
+  "The path of the proposal FILE (at PATH) relative to its project root."
+  (let ((p (or (plist-get file :path) path)))
+    (if (file-name-absolute-p p)
+        (let ((root (nagent--repo-root p)))
+          (if (file-in-directory-p p root) (file-relative-name p root) p))
+      p)))
+
 (defun nagent--review-render (proposal answer)
-  "Fill the review buffer with PROPOSAL and the model's ANSWER."
+  "Fill the review buffer with PROPOSAL and the model's ANSWER.
+Each hunk reads as `git diff' shows it: its line numbers in the file's
+current text (its buffer, else the disk) and up to
+`nagent-review-context-lines' lines around it."
   (let ((inhibit-read-only t)
         (files (nagent--list (plist-get proposal :files)))
         hunks)
@@ -1295,7 +1391,8 @@ stays pending; \\[nagent-review] reopens it).
     (insert (format "# nagent proposal %s\n" (plist-get proposal :id)))
     (insert (format "# Request: %s\n" (or (plist-get proposal :request) "")))
     (when-let ((conv (plist-get proposal :conversation)))
-      (insert (format "# Conversation: %s\n" conv)))
+      (insert (format "# Conversation: %s\n"
+                      (if (consp conv) (or (plist-get conv :path) conv) conv))))
     (insert "# a/r accept/reject the hunk at point, A/R all, C-c C-c send, RET visit, q quit\n")
     (when (and answer (not (string-empty-p (string-trim answer))))
       (insert "#\n# The model's answer:\n")
@@ -1304,32 +1401,26 @@ stays pending; \\[nagent-review] reopens it).
     (insert "\n")
     (dolist (file files)
       (let* ((path (nagent--review-file-path file))
-             (rel (or (plist-get file :path) path))
-             (rel (if (file-name-absolute-p rel)
-                      (file-relative-name rel (nagent--repo-root path))
-                    rel))
+             (rel (nagent--review-shown-path file path))
              (created (nagent--true-p (plist-get file :created)))
-             (offset 0))
-        (insert (format "diff --nagent a/%s b/%s\n" rel rel))
+             (current (if created (cons [] t) (nagent--review-current-lines path)))
+             (lines (car current))
+             (file-hunks (sort (copy-sequence (nagent--list (plist-get file :hunks)))
+                               (lambda (a b) (< (or (nagent--get a :range :start :line) 0)
+                                                (or (nagent--get b :range :start :line) 0)))))
+             (offset 0)
+             (prev-end 0))
+        (insert (format "diff --nagent a/%s b/%s%s\n" rel rel (if created "  (new file)" "")))
         (insert (if created "--- /dev/null\n" (format "--- a/%s\n" rel)))
         (insert (format "+++ b/%s\n" rel))
-        (dolist (hunk (nagent--list (plist-get file :hunks)))
-          (let* ((id (plist-get hunk :id))
-                 (old (or (plist-get hunk :oldText) ""))
-                 (new (or (plist-get hunk :newText) ""))
-                 (line (or (nagent--get hunk :range :start :line) 0))
-                 (old-count (nagent--line-count old))
-                 (new-count (nagent--line-count new))
-                 (old-start (if (= old-count 0) line (1+ line)))
-                 (new-start (if (= new-count 0) (+ line offset) (+ 1 line offset)))
-                 (beg (point)))
-            (insert (format "@@ -%d,%d +%d,%d @@ hunk %s\n"
-                            old-start old-count new-start new-count id))
-            (insert (nagent--diff-lines old "-") (nagent--diff-lines new "+"))
-            (put-text-property beg (point) 'nagent-hunk id)
-            (put-text-property beg (point) 'nagent-file path)
-            (push (list id (copy-marker beg) path (1+ line)) hunks)
-            (setq offset (+ offset (- new-count old-count)))))))
+        (cl-loop for (hunk . rest) on file-hunks
+                 do (let* ((next (if rest (or (nagent--get (car rest) :range :start :line) 0)
+                                   (length lines)))
+                           (entry (nagent--review-insert-hunk path hunk lines (cdr current)
+                                                              prev-end next offset)))
+                      (push entry hunks)
+                      (setq offset (+ offset (nth 5 entry))
+                            prev-end (max prev-end (or (nagent--get hunk :range :end :line) 0)))))))
     (setq nagent-review--hunks (nreverse hunks))
     (goto-char (point-min))
     (when nagent-review--hunks
@@ -1400,7 +1491,7 @@ only one pending, or the one you pick.  Returns the review buffer."
                (cdr (assoc choice table)))))))
 
 (defun nagent--review-hunk-at-point ()
-  "The (ID MARKER FILE LINE) entry of the hunk at point, or nil."
+  "The entry of the hunk at point (see `nagent-review--hunks'), or nil."
   (let ((id (get-text-property (line-beginning-position) 'nagent-hunk)))
     (and id (assoc id nagent-review--hunks))))
 
@@ -1426,11 +1517,19 @@ only one pending, or the one you pick.  Returns the review buffer."
                      (propertize "  [rejected]" 'face 'nagent-review-rejected)))
       (puthash id ov nagent-review--marks))))
 
+(defun nagent--review-applies-p (entry)
+  "Non-nil when the hunk ENTRY (see `nagent-review--hunks') still applies."
+  (or (< (length entry) 5) (nth 4 entry)))
+
 (defun nagent--review-decide (decision)
-  "Mark the hunk at point with DECISION, go to the next; send when all are decided."
+  "Mark the hunk at point with DECISION, go to the next; send when all are decided.
+A hunk that no longer applies cannot be accepted."
   (nagent--review-check-open)
   (let ((entry (or (nagent--review-hunk-at-point)
                    (user-error "nagent: no hunk at point"))))
+    (when (and (eq decision 'accept) (not (nagent--review-applies-p entry)))
+      (user-error "nagent: hunk %s no longer applies (its lines changed since); r rejects it"
+                  (car entry)))
     (nagent--review-mark (car entry) decision)
     (if (cl-every (lambda (h) (gethash (car h) nagent-review--decisions)) nagent-review--hunks)
         (nagent-review-finish)
@@ -1454,10 +1553,19 @@ only one pending, or the one you pick.  Returns the review buffer."
     (when entry (nagent--review-mark (car entry) nil))))
 
 (defun nagent-review-accept-all ()
-  "Accept every hunk and apply the proposal."
+  "Accept every hunk and apply the proposal.
+Hunks that no longer apply cannot be accepted: they are rejected."
   (interactive)
   (nagent--review-check-open)
-  (dolist (h nagent-review--hunks) (nagent--review-mark (car h) 'accept))
+  (let ((stale nil))
+    (dolist (h nagent-review--hunks)
+      (if (nagent--review-applies-p h)
+          (nagent--review-mark (car h) 'accept)
+        (push (car h) stale)
+        (nagent--review-mark (car h) 'reject)))
+    (when stale
+      (message "nagent: %s no longer appl%s: rejected"
+               (mapconcat #'identity (nreverse stale) ", ") (if (cdr stale) "y" "ies"))))
   (nagent-review-finish))
 
 (defun nagent-review-reject-all ()
@@ -1491,13 +1599,18 @@ only one pending, or the one you pick.  Returns the review buffer."
     (when prev (goto-char (cadr prev)))))
 
 (defun nagent-review-visit ()
-  "Visit the source of the hunk at point, at its line."
+  "Visit the source of the hunk at point.
+On a context or removed line: that line of the file; on the hunk's
+header or an added line: where the change goes."
   (interactive)
-  (let ((entry (or (nagent--review-hunk-at-point)
-                   (user-error "nagent: no hunk at point"))))
+  (let* ((entry (or (nagent--review-hunk-at-point)
+                    (user-error "nagent: no hunk at point")))
+         (line (or (get-text-property (line-beginning-position) 'nagent-line)
+                   (nth 3 entry))))
     (pop-to-buffer (find-file-noselect (nth 2 entry)))
+    (widen)
     (goto-char (point-min))
-    (forward-line (1- (nth 3 entry)))))
+    (forward-line (1- line))))
 
 (defun nagent-review-refresh ()
   "Read the proposal again from the server."
@@ -1589,6 +1702,35 @@ Undecided hunks count as rejected (asked first when interactive)."
                                   :label "applying review" :then done :else failed)
           (nagent-command-async "nagent.review.discard" (list :id id)
                                 :label "discarding proposal" :then done :else failed))))))
+(defun nagent--review-code-action (command argument)
+  "Run the review COMMAND of a code action with ARGUMENT.
+It accepts or rejects a proposed change.  Asynchronous: returns
+the job.  When it ends the open conversations are reverted (the
+server records the review in them, see `nagent--sync-conversations')
+and an open review buffer of the proposal says what was decided."
+  (let ((id (plist-get argument :id))
+        (apply-p (equal command "nagent.review.apply")))
+    (nagent-command-async
+     command argument
+     :label (if apply-p "applying the change" "rejecting the change")
+     :then (lambda (res)
+             (let ((pending (append (plist-get res :pending) nil))
+                   (review (get-buffer (format "*nagent-review %s*" id))))
+               (when (and review (not (buffer-local-value 'nagent-review-resolved review)))
+                 (with-current-buffer review
+                   (if pending
+                       (nagent--review-insert-outcome
+                        "Hunks were decided from a code action; g shows what is still pending")
+                     (setq nagent-review-resolved res)
+                     (nagent--review-insert-outcome "Resolved from a code action"))))
+               (message "nagent: review %s: %s%s" id
+                        (if apply-p
+                            (format "%s edit(s) applied" (or (plist-get res :edits) 0))
+                          (format "%d hunk(s) rejected" (length (plist-get res :rejected))))
+                        (if (> (length (plist-get res :conflicts)) 0)
+                            (format ", %d in conflict" (length (plist-get res :conflicts)))
+                          "")))))))
+
 ;;;; History and co-edit buffers
 
 (defvar nagent-list-mode-map

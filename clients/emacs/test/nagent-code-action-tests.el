@@ -156,5 +156,52 @@
       ;; The server's one-line summary for clients without a plugin was not sent.
       (should-not (cl-find-if (lambda (m) (string-match-p "commits by [0-9]+ author" m)) messages)))))
 
+(defconst nagent-test--a-two-changes
+  "def fetch(url, retries=3):\n    return get(url)\n\n\ndef size(items):\n    return len(list(items))\n")
+
+(ert-deftest nagent-code-action-review-reverts-conversation ()
+  "\"nagent: accept this change\" and \"reject this change\" run from the code-action
+menu; after each the open conversation shows the review the server recorded."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test--a-two-changes)
+                                           (nagent-test-response-reply "Two changes.")))
+                          :settings (list :confirmEdits t))
+    (nagent-test-require-command "nagent.review.apply")
+    (let* ((nagent-review-on-proposal nil)
+           (source (current-buffer))
+           (res (nagent-wait (nagent-edit "retries and a list")))
+           (path (save-window-excursion (nagent-open-conversation)))
+           (conv (find-buffer-visiting path)))
+      (should (nagent--proposal-id (plist-get res :proposal)))
+      (should conv)
+      (with-current-buffer conv
+        (should-not (string-match-p "nagent-review-result" (buffer-string))))
+      (set-buffer source)
+      ;; Accept the first change from the menu.
+      (goto-char (point-min))
+      (let* ((value (nagent-test--pick-code-action "nagent: accept this change" (point) (point)))
+             (result (if (nagent-job-p value) (nagent-wait value) value)))
+        (should (nagent--true-p (plist-get result :applied))))
+      (should (string-match-p "retries=3" (buffer-string)))
+      (with-current-buffer conv
+        (should (string-match-p "nagent-review-result" (buffer-string)))
+        (should (string-match-p "Accepted and applied" (buffer-string)))
+        (should-not (buffer-modified-p))
+        (should (equal (buffer-string) (nagent-test--file-text path))))
+      ;; Reject the second one.
+      (set-buffer source)
+      (goto-char (point-min))
+      (re-search-forward "len(items)")
+      (let* ((value (nagent-test--pick-code-action "nagent: reject this change"
+                                                   (line-beginning-position)
+                                                   (line-beginning-position)))
+             (result (if (nagent-job-p value) (nagent-wait value) value)))
+        (should (= (length (plist-get result :rejected)) 1)))
+      (should-not (string-match-p "list(items)" (buffer-string)))
+      (with-current-buffer conv
+        (should (string-match-p "Rejected by the user" (buffer-string)))
+        (should (string-match-p "len(list(items))" (buffer-string)))
+        (should (equal (buffer-string) (nagent-test--file-text path)))))))
+
 (provide 'nagent-code-action-tests)
 ;;; nagent-code-action-tests.el ends here

@@ -253,6 +253,107 @@ the buffer shows the server's text, unmodified, without a conflict."
         (should (string-match-p "nagent-review-result" conv))
         (should (string-match-p "REJECTED-LINE" conv))))))
 
+;;;; Review: hunks as git diff shows them
+
+(defconst nagent-test--twelve
+  (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 12) ""))
+(defconst nagent-test--twelve-edited
+  (replace-regexp-in-string
+   "^line 11$" "LINE ELEVEN"
+   (replace-regexp-in-string "^line 6$" "LINE SIX" nagent-test--twelve)))
+
+(defun nagent-test--review-hunk-text (id)
+  "The text of hunk ID in the current review buffer (its header to the next one)."
+  (let* ((entry (assoc id nagent-review--hunks))
+         (beg (marker-position (cadr entry)))
+         (next (cl-find-if (lambda (h) (> (cadr h) beg)) nagent-review--hunks)))
+    (buffer-substring-no-properties beg (if next (marker-position (cadr next)) (point-max)))))
+
+(defun nagent-test--visit-line (review pos)
+  "RET at POS of REVIEW: the line number and text where it lands."
+  (with-current-buffer review
+    (goto-char pos)
+    (save-window-excursion
+      (execute-kbd-macro (kbd "RET"))
+      (list (line-number-at-pos)
+            (buffer-substring-no-properties (line-beginning-position) (line-end-position))
+            (file-name-nondirectory (buffer-file-name))))))
+
+(ert-deftest nagent-review-hunks-read-as-git-diff ()
+  "A hunk in the middle of a file shows three lines around it and its line numbers
+in the buffer's text; RET lands on the line at point; a hunk whose lines the user
+changed shows as no longer applying and cannot be accepted, only rejected."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test--twelve-edited)
+                                           (nagent-test-response-reply "Two lines changed.")))
+                          :settings (list :confirmEdits t))
+    (nagent-test-require-command "nagent.review.show")
+    (let ((source (current-buffer)))
+      ;; The buffer's (unsaved) text is what the change and the context come from.
+      (erase-buffer)
+      (insert nagent-test--twelve)
+      (let* ((res (nagent-wait (nagent-edit "change lines six and eleven")))
+             (id (nagent--proposal-id (plist-get res :proposal)))
+             (review (get-buffer (format "*nagent-review %s*" id))))
+        (should id)
+        (should review)
+        (with-current-buffer review
+          (should (string-match-p "^--- a/a\\.py$" (buffer-string)))
+          (should (string-match-p "^\\+\\+\\+ b/a\\.py$" (buffer-string)))
+          (should (= (length nagent-review--hunks) 2))
+          (pcase-let ((`(,six ,eleven) (mapcar #'car nagent-review--hunks)))
+            (should (equal (nagent-test--review-hunk-text six)
+                           (format "@@ -3,7 +3,7 @@ hunk %s\n line 3\n line 4\n line 5\n-line 6\n+LINE SIX\n line 7\n line 8\n line 9\n" six)))
+            (should (equal (nagent-test--review-hunk-text eleven)
+                           (format "@@ -8,5 +8,5 @@ hunk %s\n line 8\n line 9\n line 10\n-line 11\n+LINE ELEVEN\n line 12\n" eleven)))
+            ;; RET on the header: the changed line; on a context line: that line.
+            (let ((header (cadr (assoc six nagent-review--hunks))))
+              (should (equal (nagent-test--visit-line review header) '(6 "line 6" "a.py")))
+              (should (equal (nagent-test--visit-line
+                              review (save-excursion (goto-char header)
+                                                     (re-search-forward "^ line 8$")
+                                                     (line-beginning-position)))
+                             '(8 "line 8" "a.py")))
+              (should (equal (nagent-test--visit-line
+                              review (save-excursion (goto-char header)
+                                                     (re-search-forward "^\\+LINE SIX$")
+                                                     (line-beginning-position)))
+                             '(6 "line 6" "a.py"))))
+            ;; The user changes line 11: that hunk no longer applies.
+            (with-current-buffer source
+              (goto-char (point-min))
+              (re-search-forward "^line 11$")
+              (replace-match "changed by the user"))
+            (setq review (with-current-buffer source (save-window-excursion (nagent-review id))))
+            (with-current-buffer review
+              (should-not (nth 4 (assoc eleven nagent-review--hunks)))
+              (should (nth 4 (assoc six nagent-review--hunks)))
+              (let ((text (nagent-test--review-hunk-text eleven)))
+                (should (string-prefix-p (format "@@ -8,5 +8,5 @@ hunk %s  NO LONGER APPLIES" eleven)
+                                         text))
+                ;; Where its lines were, with the context around them now.
+                (should (string-match-p "^ line 10\n-line 11\n\\+LINE ELEVEN\n line 12\n\\'" text)))
+              (should-not (string-match-p "NO LONGER APPLIES" (nagent-test--review-hunk-text six)))
+              ;; It cannot be accepted ...
+              (goto-char (cadr (assoc eleven nagent-review--hunks)))
+              (should-error (nagent-review-accept) :type 'user-error)
+              (should-not (gethash eleven nagent-review--decisions))
+              ;; ... only rejected; the other one is accepted.
+              (execute-kbd-macro "r")
+              (should (eq (gethash eleven nagent-review--decisions) 'reject))
+              (goto-char (cadr (assoc six nagent-review--hunks)))
+              (execute-kbd-macro "a")
+              (should (nagent-test-wait-for
+                       (lambda () (and nagent-review-resolved
+                                       (not (eq nagent-review-resolved 'sending))))
+                       30))
+              (should (equal (append (plist-get nagent-review-resolved :rejected) nil)
+                             (list eleven))))))
+        (with-current-buffer source
+          (should (string-match-p "^LINE SIX$" (buffer-string)))
+          (should (string-match-p "^changed by the user$" (buffer-string)))
+          (should-not (string-match-p "LINE ELEVEN" (buffer-string))))))))
+
 ;;;; Agents and recipes
 
 (defun nagent-test--write-agent (_repo home)

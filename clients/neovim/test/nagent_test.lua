@@ -733,6 +733,154 @@ file_test("review: a two-file proposal, one hunk accepted and one rejected", {
   assert_eq(vim.fn.bufnr("nagent://review/" .. res.proposal.id), -1, "the review buffer is closed")
 end)
 
+local TWELVE, TWELVE_LINES, TWELVE_EDITED = nil, {}, {}
+for i = 1, 12 do
+  table.insert(TWELVE_LINES, "line " .. i)
+  table.insert(TWELVE_EDITED, i == 6 and "LINE SIX" or i == 11 and "LINE ELEVEN" or ("line " .. i))
+end
+TWELVE, TWELVE_EDITED = table.concat(TWELVE_LINES, "\n") .. "\n", table.concat(TWELVE_EDITED, "\n") .. "\n"
+
+-- The lines of hunk h in a review buffer: its header to the next hunk's.
+local function review_hunk_lines(buf, state, h)
+  local first = state.hunks[h].header
+  local last = state.hunks[h + 1] and (state.hunks[h + 1].header - 1) or vim.api.nvim_buf_line_count(buf)
+  return vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
+end
+
+file_test("review: hunks read as git diff shows them, <CR> lands on the line, a stale hunk is only rejectable", {
+  settings = { confirmEdits = true },
+  replies = edit_replies({ TWELVE_EDITED, "Two lines changed." }),
+}, { "nagent.edit", "nagent.review.show", "nagent.review.apply" }, function(ctx)
+  -- the buffer's unsaved text is what the change is made against and what the context comes from
+  vim.api.nvim_buf_set_lines(ctx.bufnr, 0, -1, false, TWELVE_LINES)
+  local res = run("NagentEdit change lines six and eleven", "nagent.edit")
+  assert_eq(res.applied, false, "not applied before review")
+  wait_reply("nagent.review.show")
+  local name = "nagent://review/" .. res.proposal.id
+  local rbuf = vim.fn.bufnr(name)
+  local review = require("nagent.review")
+  local state = review.state(rbuf)
+  assert_eq(#state.hunks, 2, "hunks")
+  assert_match(buf_lines_named(name), "\n%-%-%- a/a%.py\n%+%+%+ b/a%.py\n", "paths relative to the project root")
+  local six, eleven = state.hunks[1].id, state.hunks[2].id
+  assert_eq(review_hunk_lines(rbuf, state, 1), { "@@ -3,7 +3,7 @@ [ ? ] hunk " .. six, " line 3", " line 4",
+    " line 5", "-line 6", "+LINE SIX", " line 7", " line 8", " line 9" }, "the hunk in the middle")
+  assert_eq(review_hunk_lines(rbuf, state, 2), { "@@ -8,5 +8,5 @@ [ ? ] hunk " .. eleven, " line 8", " line 9",
+    " line 10", "-line 11", "+LINE ELEVEN", " line 12" }, "the hunk near the end")
+  -- <CR> on the header or the added line: the changed line; on a context line: that line
+  local rwin = vim.fn.bufwinid(rbuf)
+  local function cr(row)
+    vim.api.nvim_set_current_win(rwin)
+    vim.api.nvim_win_set_cursor(rwin, { row, 0 })
+    vim.cmd('execute "normal \\<CR>"')
+    return { vim.fn.fnamemodify(vim.api.nvim_buf_get_name(0), ":t"), vim.api.nvim_win_get_cursor(0)[1],
+      vim.api.nvim_get_current_line() }
+  end
+  local h1 = state.hunks[1].header
+  assert_eq(cr(h1), { "a.py", 6, "line 6" }, "<CR> on the header")
+  assert_eq(cr(h1 + 5), { "a.py", 6, "line 6" }, "<CR> on the added line")
+  assert_eq(cr(h1 + 7), { "a.py", 8, "line 8" }, "<CR> on a context line")
+  -- the user changes line 11: that hunk no longer applies
+  vim.api.nvim_buf_set_lines(ctx.bufnr, 10, 11, false, { "changed by the user" })
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(ctx.bufnr))
+  nagent.last["nagent.review.show"] = nil
+  review.review(res.proposal.id, { bufnr = ctx.bufnr })
+  wait_reply("nagent.review.show")
+  rbuf = vim.fn.bufnr(name)
+  state = review.state(rbuf)
+  assert_eq(state.hunks[1].applies, true, "line 6's hunk applies")
+  assert_eq(state.hunks[2].applies, false, "line 11's hunk no longer applies")
+  local stale = review_hunk_lines(rbuf, state, 2)
+  assert_match(stale[1], "^@@ %-8,5 %+8,5 @@ %[ %? %] hunk " .. eleven .. "  NO LONGER APPLIES", "stale header")
+  assert_eq(vim.list_slice(stale, 4), { " line 10", "-line 11", "+LINE ELEVEN", " line 12" }, "where it was")
+  assert(not review_hunk_lines(rbuf, state, 1)[1]:find("NO LONGER"), "the other hunk applies")
+  -- a refuses it; r rejects it; a accepts the other one and sends
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(rbuf))
+  vim.api.nvim_win_set_cursor(0, { state.hunks[2].header, 0 })
+  ui.messages = {}
+  vim.cmd("normal a")
+  assert_eq(state.decisions[eleven], nil, "a stale hunk cannot be accepted")
+  assert(#messages_matching("no longer applies") > 0, "said why: " .. vim.inspect(ui.messages))
+  vim.api.nvim_win_set_cursor(0, { state.hunks[2].header, 0 })
+  vim.cmd("normal r")
+  assert_eq(state.decisions[eleven], false, "rejected")
+  nagent.last["nagent.review.apply"] = nil
+  vim.api.nvim_win_set_cursor(0, { state.hunks[1].header, 0 })
+  vim.cmd("normal a")
+  local applied = wait_reply("nagent.review.apply")
+  assert_eq(applied.rejected, { eleven }, "rejected")
+  local text = buffer_text(ctx.bufnr)
+  assert_match(text, "\nLINE SIX\n", "the accepted hunk")
+  assert_match(text, "\nchanged by the user\n", "the user's line")
+  assert(not text:find("LINE ELEVEN"), "the stale hunk is not applied")
+end)
+
+local A_TWO_CHANGES = "def fetch(url, retries=3):\n    return get(url)\n\n\ndef size(items):\n    return len(list(items))\n"
+
+-- Pick the code action `title` at `line` of bufnr through vim.lsp.buf.code_action() (vim.ui.select stubbed), as a
+-- user does from the menu; waits for the reply to `command`.
+local function pick_code_action(bufnr, line, title, command)
+  if vim.fn.bufwinid(bufnr) == -1 then
+    vim.api.nvim_win_set_buf(0, bufnr)
+  else
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(bufnr))
+  end
+  vim.api.nvim_win_set_cursor(0, { line, 0 })
+  local saved = vim.ui.select
+  local offered
+  vim.ui.select = function(items, _, on_choice)
+    offered = {}
+    local choice
+    for _, item in ipairs(items) do
+      local action = item.action or item[2] -- 0.11 {action=, ctx=}; 0.7 {client_id, action}
+      table.insert(offered, action.title)
+      if action.title == title and not choice then
+        choice = item
+      end
+    end
+    vim.ui.select = saved
+    on_choice(choice)
+  end
+  nagent.last[command] = nil
+  local ok, err = pcall(function()
+    vim.lsp.buf.code_action()
+    assert(vim.wait(10000, function()
+      return offered ~= nil
+    end, 20), "no code-action menu")
+    assert(vim.tbl_contains(offered, title), title .. " not offered: " .. vim.inspect(offered))
+  end)
+  vim.ui.select = saved
+  assert(ok, err)
+  return wait_reply(command)
+end
+
+file_test("review code actions from the menu reload the conversation", {
+  settings = { confirmEdits = true },
+  setup = { review = "manual" },
+  replies = edit_replies({ A_TWO_CHANGES, "Two changes." }),
+}, { "nagent.edit", "nagent.review.apply", "nagent.review.discard", "nagent.conversation.open" }, function(ctx)
+  local res = run("NagentEdit retries and a list", "nagent.edit")
+  assert(type(res.proposal) == "table" and res.proposal.id, "no proposal: " .. vim.inspect(res))
+  local opened = run("NagentConversation", "nagent.conversation.open")
+  local conv = vim.fn.bufnr(opened.path)
+  assert(conv ~= -1 and vim.fn.bufwinid(conv) ~= -1, "the conversation is not shown")
+  assert(not buf_lines_named(opened.path):find("nagent%-review%-result"), "no review yet")
+  local applied = pick_code_action(ctx.bufnr, 1, "nagent: accept this change", "nagent.review.apply")
+  assert_eq(applied.applied, true, "applied")
+  assert_match(buffer_text(ctx.bufnr), "retries=3", "the accepted change")
+  assert(vim.wait(3000, function()
+    return buf_lines_named(opened.path):find("Accepted and applied") ~= nil
+  end, 20), "the conversation was not reloaded after accept: " .. buf_lines_named(opened.path):sub(-400))
+  assert_eq(vim.bo[conv].modified, false, "the conversation is unmodified")
+  local discarded = pick_code_action(ctx.bufnr, 6, "nagent: reject this change", "nagent.review.discard")
+  assert_eq(#discarded.rejected, 1, "rejected")
+  assert(not buffer_text(ctx.bufnr):find("list%(items%)"), "the rejected change is not applied")
+  assert(vim.wait(3000, function()
+    return buf_lines_named(opened.path):find("Rejected by the user") ~= nil
+  end, 20), "the conversation was not reloaded after reject")
+  assert_eq(buf_lines_named(opened.path), (read(opened.path):gsub("\n$", "")), "the buffer is the file")
+end)
+
 file_test("a recipe runs from :NagentRecipe (picked from the list)", {
   replies = function()
     return { { text = "- it changed to count items correctly" } }

@@ -161,6 +161,24 @@ function M.sync(path, snapshot)
   end
 end
 
+--- After a command that may have appended to any conversation (a review decided from the code-action menu): every
+--- open conversation whose file no longer holds the buffer's text is synced as M.sync does.
+function M.sync_all(snapshot)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(b)
+    if vim.api.nvim_buf_is_loaded(b) and (vim.b[b].nagent_conversation or M.is_conversation(name))
+      and vim.fn.filereadable(name) == 1 then
+      local disk = vim.fn.readfile(name, "b")
+      if disk[#disk] == "" then
+        table.remove(disk)
+      end
+      if not vim.deep_equal(disk, vim.api.nvim_buf_get_lines(b, 0, -1, false)) then
+        M.sync(name, snapshot)
+      end
+    end
+  end
+end
+
 --- Remember which file a conversation belongs to.
 function M.remember(conversation_path, target_path)
   if type(conversation_path) == "string" and type(target_path) == "string" then

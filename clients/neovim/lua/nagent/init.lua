@@ -913,6 +913,14 @@ function M.register_client_commands()
     ["nagent.recipe.run"] = function(arg, bufnr)
       M.recipe(arg.recipe, arg.request, { bufnr = bufnr, range = arg.range })
     end,
+    -- "nagent: accept this change" / "reject this change" / "accept (reject) all proposed changes": run, then
+    -- the conversations (where the server records the review) reloaded
+    ["nagent.review.apply"] = function(arg, bufnr)
+      review.code_action("nagent.review.apply", arg, bufnr)
+    end,
+    ["nagent.review.discard"] = function(arg, bufnr)
+      review.code_action("nagent.review.discard", arg, bufnr)
+    end,
   }
   for name, handler in pairs(handlers) do
     vim.lsp.commands[name] = function(command)

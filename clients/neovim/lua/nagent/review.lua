@@ -1,13 +1,18 @@
 -- :NagentReview — a proposal (nagent.review.show) as a diff in a split, every file of it, with the model's
 -- answer above. a / r accept / reject the hunk under the cursor (the decisions are sent with
 -- nagent.review.apply once every hunk has one), A / R accept / reject everything at once, c sends the
--- decisions now (undecided hunks are rejected), <CR> opens the source at the hunk, q closes.
+-- decisions now (undecided hunks are rejected), <CR> opens the source at the line under the cursor, q closes.
+-- Each hunk reads as `git diff` shows it: the path relative to the project root, `@@ -a,b +c,d @@` with its
+-- line numbers in the file's current text (its buffer, else the disk) and up to three lines around it. A hunk
+-- whose lines changed since (`applies: false`) says NO LONGER APPLIES and can only be rejected.
 
 local M = {}
 
 M.answers = {} -- proposal id -> the model's answer of the run that proposed it
 
 local KEYS = "a accept · r reject · A accept all · R reject all · c send now · <CR> source · q close"
+local CONTEXT = 3 -- lines shown before and after each hunk, as `git diff` does
+local STALE = "NO LONGER APPLIES (its lines changed since; r rejects it)"
 
 local function nagent()
   return require("nagent")
@@ -54,8 +59,87 @@ end
 
 local function header(state, h)
   local hunk = state.hunks[h]
-  local line = type(hunk.range) == "table" and hunk.range.start and (hunk.range.start.line + 1) or "?"
-  return string.format("@@ %s  %s:%s  hunk %s @@", mark(state.decisions[hunk.id]), hunk.shown, line, hunk.id)
+  return string.format("%s %s hunk %s%s", hunk.span, mark(state.decisions[hunk.id]), hunk.id,
+    hunk.applies and "" or ("  " .. STALE))
+end
+
+local function real(path)
+  return vim.fn.resolve(vim.fn.fnamemodify(path, ":p"))
+end
+
+-- The loaded buffer visiting `path`, if any.
+local function loaded_buffer(path)
+  local want = real(path)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.api.nvim_buf_get_name(b) ~= "" and vim.bo[b].buftype == ""
+      and real(vim.api.nvim_buf_get_name(b)) == want then
+      return b
+    end
+  end
+end
+
+-- The current text of `path` as (lines, eol): the loaded buffer visiting it, else the file on disk.
+local function current_lines(path)
+  local b = loaded_buffer(path)
+  if b then
+    local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+    if #lines == 1 and lines[1] == "" then
+      return {}, true
+    end
+    return lines, vim.bo[b].eol or vim.bo[b].fixeol
+  end
+  if vim.fn.filereadable(path) == 1 then
+    local lines = vim.fn.readfile(path, "b")
+    if lines[#lines] == "" then
+      table.remove(lines)
+      return lines, true
+    end
+    return lines, #lines == 0
+  end
+  return {}, true
+end
+
+-- The project root of `path` (the nearest folder with a .git), or nil.
+local function project_root(path)
+  local dir = vim.fn.fnamemodify(path, ":h")
+  while dir ~= "" do
+    if vim.loop.fs_stat(dir .. "/.git") then
+      return dir
+    end
+    local parent = vim.fn.fnamemodify(dir, ":h")
+    if parent == dir then
+      return nil
+    end
+    dir = parent
+  end
+end
+
+local function shown_path(path)
+  local full = real(path)
+  local root = project_root(full)
+  if root and full:sub(1, #root + 1) == root .. "/" then
+    return full:sub(#root + 2)
+  end
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+-- A unified diff header's start,count (0-based start; ",1" left out, as git does).
+local function span(start, count)
+  if count == 1 then
+    return tostring(start + 1)
+  elseif count == 0 then
+    return start .. ",0"
+  end
+  return (start + 1) .. "," .. count
+end
+
+local function start_line(hunk)
+  return type(hunk.range) == "table" and type(hunk.range.start) == "table" and hunk.range.start.line or 0
+end
+
+local function end_line(hunk)
+  return type(hunk.range) == "table" and type(hunk.range["end"]) == "table" and hunk.range["end"].line
+    or start_line(hunk)
 end
 
 local function render(state)
@@ -69,30 +153,64 @@ local function render(state)
     end
   end
   table.insert(lines, KEYS)
-  state.hunks, state.at = {}, {}
+  state.hunks, state.at, state.source_line = {}, {}, {}
+  local function add(text, h, source)
+    table.insert(lines, text)
+    state.at[#lines] = h
+    state.source_line[#lines] = source
+  end
   for _, file in ipairs(p.files or {}) do
     local path = file_path(file)
-    local shown = vim.fn.fnamemodify(path, ":~:.")
+    local shown = shown_path(path)
+    local created = file.created == true
+    local current, eol = {}, true
+    if not created then
+      current, eol = current_lines(path)
+    end
+    local n = #current
+    local hunks = vim.deepcopy(file.hunks or {})
+    table.sort(hunks, function(x, y)
+      return start_line(x) < start_line(y)
+    end)
     table.insert(lines, "")
-    table.insert(lines, "diff --nagent " .. shown .. (file.created and "  (new file)" or ""))
-    table.insert(lines, "--- " .. (file.created and "/dev/null" or ("a/" .. shown)))
+    table.insert(lines, "diff --nagent a/" .. shown .. " b/" .. shown .. (created and "  (new file)" or ""))
+    table.insert(lines, "--- " .. (created and "/dev/null" or ("a/" .. shown)))
     table.insert(lines, "+++ b/" .. shown)
-    for _, hunk in ipairs(file.hunks or {}) do
+    local offset, prev_end = 0, 0
+    for k, hunk in ipairs(hunks) do
+      local start = math.min(n, start_line(hunk))
+      local stop = math.max(start, math.min(n, end_line(hunk)))
+      local limit = hunks[k + 1] and math.min(n, start_line(hunks[k + 1])) or n
+      local before = math.max(0, math.min(start, math.max(prev_end, start - CONTEXT)))
+      local after = math.max(stop, math.min(limit, stop + CONTEXT))
+      local old, new = lines_of(hunk.oldText), lines_of(hunk.newText)
+      local around = (start - before) + (after - stop)
+      local old_count, new_count = around + #old, around + #new
       table.insert(state.hunks, {
-        id = hunk.id, path = path, shown = shown, range = hunk.range, file = file,
+        id = hunk.id, path = path, shown = shown, range = hunk.range, file = file, line = start + 1,
+        applies = hunk.applies ~= false,
+        span = string.format("@@ -%s +%s @@", span(before, old_count), span(before + offset, new_count)),
       })
       local h = #state.hunks
-      table.insert(lines, header(state, h))
+      add(header(state, h), h, start + 1)
       state.hunks[h].header = #lines
-      state.at[#lines] = h
-      for _, l in ipairs(lines_of(hunk.oldText)) do
-        table.insert(lines, "-" .. l)
-        state.at[#lines] = h
+      for i = before, start - 1 do
+        add(" " .. current[i + 1], h, i + 1)
       end
-      for _, l in ipairs(lines_of(hunk.newText)) do
-        table.insert(lines, "+" .. l)
-        state.at[#lines] = h
+      for i, l in ipairs(old) do
+        add("-" .. l, h, start + i)
       end
+      for i, l in ipairs(new) do
+        add("+" .. l, h, start + 1 + math.min(i - 1, math.max(0, #old - 1)))
+      end
+      for i = stop, after - 1 do
+        add(" " .. current[i + 1], h, i + 1)
+      end
+      if after > stop and after == n and not eol then
+        add("\\ No newline at end of file", h, n)
+      end
+      offset = offset + #new - #old
+      prev_end = math.max(prev_end, end_line(hunk))
     end
   end
   return lines
@@ -178,14 +296,29 @@ local function decide(buf, value, all)
     return
   end
   if all then
+    local stale = {}
     for h, hunk in ipairs(state.hunks) do
-      state.decisions[hunk.id] = value
+      if value == true and not hunk.applies then -- it cannot be accepted: rejected
+        table.insert(stale, hunk.id)
+        state.decisions[hunk.id] = false
+      else
+        state.decisions[hunk.id] = value
+      end
       redraw_header(buf, state, h)
+    end
+    if #stale > 0 then
+      ui().say(string.format("%s no longer appl%s: rejected", table.concat(stale, ", "), #stale > 1 and "y" or "ies"),
+        vim.log.levels.WARN)
     end
     return submit(buf, state)
   end
   local h = hunk_at_cursor(buf, state)
   if not h then
+    return
+  end
+  if value == true and not state.hunks[h].applies then
+    ui().say(string.format("hunk %s no longer applies (its lines changed since); r rejects it",
+      tostring(state.hunks[h].id)), vim.log.levels.WARN)
     return
   end
   state.decisions[state.hunks[h].id] = value
@@ -209,6 +342,8 @@ local function decide(buf, value, all)
   end
 end
 
+-- <CR>: the source at the line under the cursor (a context or removed line: that line; the header or an added
+-- line: where the change goes).
 local function goto_source(buf)
   local state = states[buf]
   local h = state and hunk_at_cursor(buf, state)
@@ -216,10 +351,16 @@ local function goto_source(buf)
     return
   end
   local hunk = state.hunks[h]
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local line = (state.at[row] == h and state.source_line[row]) or hunk.line or 1
   vim.cmd("wincmd p")
-  vim.cmd("edit " .. vim.fn.fnameescape(hunk.path))
-  local line = type(hunk.range) == "table" and hunk.range.start and hunk.range.start.line + 1 or 1
-  pcall(vim.api.nvim_win_set_cursor, 0, { math.min(line, vim.api.nvim_buf_line_count(0)), 0 })
+  local open = loaded_buffer(hunk.path)
+  if open then -- (a modified buffer too: :edit would refuse it)
+    vim.api.nvim_win_set_buf(0, open)
+  else
+    vim.cmd("edit " .. vim.fn.fnameescape(hunk.path))
+  end
+  pcall(vim.api.nvim_win_set_cursor, 0, { math.max(1, math.min(line, vim.api.nvim_buf_line_count(0))), 0 })
 end
 
 --- Show proposal `p` (the nagent.review.show result) in the review split; returns the buffer.
@@ -254,6 +395,62 @@ function M.show(p, opts)
     pcall(vim.api.nvim_win_set_cursor, win, { state.hunks[1].header, 0 })
   end
   return buf
+end
+
+-- The open review buffer of proposal `id` (and its state), if any.
+local function find_review(id)
+  for b, st in pairs(states) do
+    if tostring(st.proposal.id) == tostring(id) and vim.api.nvim_buf_is_valid(b) then
+      return b, st
+    end
+  end
+end
+
+--- A review code action from Neovim's code-action menu (the server's "nagent: accept this change", "reject this
+--- change", "accept/reject all proposed changes": `command` is nagent.review.apply or nagent.review.discard): run
+--- it, then reload the open conversations (the server records the review in them) and bring an open review of
+--- the proposal up to date (closed once nothing is pending). callback(err, result) when given.
+function M.code_action(command, arg, bufnr, callback)
+  local conversation = require("nagent.conversation")
+  local snap = conversation.snapshot()
+  arg = type(arg) == "table" and arg or {}
+  nagent().execute(command, arg, function(err, res)
+    if not err and type(res) == "table" then
+      conversation.sync_all(snap)
+      local id = arg.id
+      local conflicts = type(res.conflicts) == "table" and res.conflicts or {}
+      local msg
+      if command == "nagent.review.apply" then
+        msg = string.format("review %s: %s edit(s) applied", tostring(id), tostring(res.edits or 0))
+      else
+        msg = string.format("review %s: %d hunk(s) rejected", tostring(id), #(res.rejected or {}))
+      end
+      if #conflicts > 0 then
+        msg = msg .. string.format(", %d in conflict (%s)", #conflicts, table.concat(conflicts, ", "))
+      end
+      ui().say(msg, #conflicts > 0 and vim.log.levels.WARN or nil)
+      local buf, state = find_review(id)
+      if buf and not state.sent then
+        if type(res.pending) == "table" and #res.pending == 0 then
+          close(buf)
+        else
+          nagent().execute("nagent.review.show", { id = id }, function(e, p)
+            if not e and type(p) == "table" and states[buf] == state then
+              state.proposal = p
+              local lines = render(state)
+              vim.bo[buf].modifiable = true
+              vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+              vim.bo[buf].modifiable = false
+              vim.bo[buf].modified = false
+            end
+          end, bufnr)
+        end
+      end
+    end
+    if callback then
+      callback(err, res)
+    end
+  end, bufnr)
 end
 
 --- Programmatic access for scripts and tests: the state of a review buffer.

@@ -846,19 +846,71 @@ EXTRA is more Markdown to show below the answer."
           (nagent-review id)
         (message "nagent: the change awaits review: M-x nagent-review")))))
 
+(defun nagent--line-ranges (lines)
+  "0-based LINES (a list or vector) as people read them: \"3, 10–12\"."
+  (let ((sorted (sort (delete-dups (seq-filter (lambda (n) (and (integerp n) (>= n 0)))
+                                               (append lines nil)))
+                      #'<))
+        parts)
+    (while sorted
+      (let ((first (car sorted)) (last (car sorted)))
+        (setq sorted (cdr sorted))
+        (while (and sorted (= (car sorted) (1+ last)))
+          (setq last (car sorted) sorted (cdr sorted)))
+        (push (if (= first last) (format "%d" (1+ first))
+                (format "%d–%d" (1+ first) (1+ last)))
+              parts)))
+    (string-join (nreverse parts) ", ")))
+
+(defun nagent-outside-selection-text (outside &optional name max)
+  "A result's :outsideLines OUTSIDE as one line, or nil when it names no line.
+\"nagent also changed lines outside the selection: app.py 3, 10–12; util.py 1–4\".
+NAME maps a file URI to the name shown (default: the file's base name);
+the line is cut to MAX characters (default 160) with \"…\"."
+  (let* ((name (or name (lambda (uri) (file-name-nondirectory (nagent--uri-to-path uri)))))
+         (max (or max 160))
+         (files (seq-filter (lambda (f) (> (length (plist-get f :lines)) 0))
+                            (append outside nil))))
+    (when files
+      (let ((text (concat "nagent also changed lines outside the selection: "
+                          (mapconcat (lambda (f)
+                                       (format "%s %s" (funcall name (plist-get f :uri))
+                                               (nagent--line-ranges (plist-get f :lines))))
+                                     files "; "))))
+        (if (<= (length text) max) text
+          (let* ((cut (substring text 0 (1- max)))
+                 (at (max (or (string-match-p ", [^,]*\\'" cut) -1)
+                          (or (string-match-p "; [^;]*\\'" cut) -1))))
+            (concat (if (> at 0) (substring cut 0 at) cut) ", …")))))))
+
+(defun nagent--outside-name (uri)
+  "URI's file name relative to its repository (or directory)."
+  (let ((path (nagent--uri-to-path uri)))
+    (file-relative-name path (nagent--repo-root path))))
+
 (defun nagent--finish-run (file title result &optional extra)
-  "Show RESULT of a run on FILE: answer buffer, echo line, proposal."
-  (nagent--add-answer file title result extra)
-  (let ((applied (nagent--true-p (plist-get result :applied))))
-    (message "nagent: %s%s — %s (answer in %s)"
-             (if applied
-                 (format "applied %s edit(s)" (or (plist-get result :edits) 0))
-               "nothing applied")
-             (if (and (not applied) (plist-get result :reason))
-                 (format ": %s" (plist-get result :reason))
-               "")
-             (nagent-format-tokens (plist-get result :tokens))
-             nagent-answer-buffer))
+  "Show RESULT of a run on FILE: answer buffer, echo line, proposal.
+When the run changed lines outside the selection, say so in the answer and as
+a warning (`display-warning')."
+  (let ((outside (and (nagent--true-p (plist-get result :outsideSelection))
+                      (nagent-outside-selection-text (plist-get result :outsideLines)
+                                                     #'nagent--outside-name))))
+    (nagent--add-answer file title result
+                        (if outside
+                            (concat (format "**⚠ %s**" outside) (if extra (concat "\n\n" extra) ""))
+                          extra))
+    (when outside (display-warning 'nagent outside :warning))
+    (let ((applied (nagent--true-p (plist-get result :applied))))
+      (message "nagent: %s%s — %s (answer in %s)%s"
+               (if applied
+                   (format "applied %s edit(s)" (or (plist-get result :edits) 0))
+                 "nothing applied")
+               (if (and (not applied) (plist-get result :reason))
+                   (format ": %s" (plist-get result :reason))
+                 "")
+               (nagent-format-tokens (plist-get result :tokens))
+               nagent-answer-buffer
+               (if outside "; also changed lines outside the selection" ""))))
   (nagent--handle-proposal result))
 
 (defun nagent--choose (prompt items &optional history default)

@@ -152,6 +152,25 @@
     ;; The second run saw the first edit's text: the server had the flushed buffer.
     (should (string-match-p "retries=3" (json-encode (nth 2 (nagent-test-fake-requests fake)))))))
 
+(ert-deftest nagent-outside-selection-text-formats-lines ()
+  "Lines changed outside the selection: 1-based, runs compressed, short names, capped."
+  (let ((outside (vector (list :uri "file:///w/app.py" :lines [2 9 10 11])
+                         (list :uri "file:///w/pkg/util.py" :lines [3 0 1 2])
+                         (list :uri "file:///w/none.py" :lines []))))
+    (should (equal (nagent-outside-selection-text outside)
+                   "nagent also changed lines outside the selection: app.py 3, 10–12; util.py 1–4"))
+    (should (equal (nagent-outside-selection-text
+                    outside (lambda (uri) (string-remove-prefix "file:///w/" uri)))
+                   "nagent also changed lines outside the selection: app.py 3, 10–12; pkg/util.py 1–4"))
+    (should-not (nagent-outside-selection-text nil))
+    (should-not (nagent-outside-selection-text []))
+    (let ((long (nagent-outside-selection-text
+                 (list (list :uri "file:///w/a.py" :lines (number-sequence 0 400 2)))
+                 nil 100)))
+      (should (<= (length long) 100))
+      (should (string-prefix-p "nagent also changed lines outside the selection: a.py 1, 3, 5" long))
+      (should (string-suffix-p ", …" long)))))
+
 (ert-deftest nagent-edit-region ()
   "A region becomes the request's range and the edit applies."
   (nagent-test-with-file (:replies (lambda (target)
@@ -166,12 +185,22 @@
     (goto-char (point-max))
     (activate-mark)
     (let* ((prompt nil)
+           (warnings nil)
            (res (cl-letf (((symbol-function 'read-string)
-                           (lambda (p &rest _) (setq prompt p) "document this function")))
+                           (lambda (p &rest _) (setq prompt p) "document this function"))
+                          ((symbol-function 'display-warning)
+                           (lambda (type text &rest _) (push (cons type text) warnings))))
                   (nagent-wait (call-interactively #'nagent-edit)))))
       (should (string-match-p "region" prompt))
       (should (nagent--true-p (plist-get res :applied)))
       (should (string-match-p "Count ITEMS" (buffer-string)))
+      ;; The model also changed line 1 (fetch's signature), outside the region: said once, as a
+      ;; warning and in the answer.
+      (should (nagent--true-p (plist-get res :outsideSelection)))
+      (should (equal warnings
+                     '((nagent . "nagent also changed lines outside the selection: a.py 1"))))
+      (should (string-match-p "outside the selection: a\\.py 1"
+                              (with-current-buffer nagent-answer-buffer (buffer-string))))
       ;; The range was sent: the model saw the request about the selection.
       (should (string-match-p "document this function"
                               (json-encode (nagent-test-fake-requests fake)))))))

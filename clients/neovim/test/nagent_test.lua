@@ -427,9 +427,46 @@ end)
 file_test("a range edit applies", {
   replies = edit_replies({ A_EDITED_TWICE, "Documented size." }),
 }, { "nagent.edit" }, function(ctx)
+  local ui = require("nagent.ui")
+  ui.messages = {}
   local res = run("5,6NagentEdit document this function", "nagent.edit")
   assert_eq(res.applied, true, "applied")
   assert_match(buffer_text(ctx.bufnr), "Count ITEMS", "buffer")
+  -- The model also changed line 1 (fetch's signature), outside lines 5-6: said once, as a warning and in
+  -- the answer.
+  assert_eq(res.outsideSelection, true, "outsideSelection")
+  local warned = vim.tbl_filter(function(m)
+    return m:find("outside the selection", 1, true) ~= nil
+  end, ui.messages)
+  assert_eq(warned, { "nagent: also changed lines outside the selection: a.py 1" }, "warning")
+  assert_match(table.concat(ui.last_answer, "\n"), "outside the selection: a%.py 1", "answer")
+end)
+
+test("outside_selection_text: 1-based, runs compressed, short names, one line of 100 columns", function()
+  local ui = require("nagent.ui")
+  local outside = {
+    { uri = "file:///w/app.py", lines = { 2, 9, 10, 11 } },
+    { uri = "file:///w/pkg/util.py", lines = { 3, 0, 1, 2 } },
+    { uri = "file:///w/none.py", lines = {} },
+  }
+  assert_eq(ui.outside_selection_text(outside), "nagent also changed lines outside the selection: app.py 3, 10–12; util.py 1–4", "default")
+  assert_eq(
+    ui.outside_selection_text(outside, function(u)
+      return (u:gsub("^file:///w/", ""))
+    end),
+    "nagent also changed lines outside the selection: app.py 3, 10–12; pkg/util.py 1–4",
+    "names"
+  )
+  assert_eq(ui.outside_selection_text({}), nil, "none")
+  assert_eq(ui.outside_selection_text(nil), nil, "nil")
+  local many = {}
+  for i = 0, 400, 2 do
+    table.insert(many, i)
+  end
+  local long = ui.outside_selection_text({ { uri = "file:///w/a.py", lines = many } })
+  assert(vim.fn.strchars(long) <= 92, string.format("%d chars: %s", vim.fn.strchars(long), long))
+  assert_match(long, "^nagent also changed lines outside the selection: a%.py 1, 3, 5", "long")
+  assert_match(long, ", …$", "cut")
 end)
 
 file_test("split, edit a segment, patch: the buffer changes", {}, { "nagent.split", "nagent.patch" }, function(ctx)

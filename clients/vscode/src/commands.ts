@@ -14,6 +14,7 @@ import {
   coeditItems,
   editNotice,
   editOutcome,
+  outsideSelectionText,
   errorMessage,
   firstLine,
   isCancellation,
@@ -243,6 +244,8 @@ export class CommandHandlers {
     this.nc.noteTokens(result.tokens);
     if (result.response) this.nc.log.info(`nagent response:\n${result.response}`);
     const fileName = file ? file.fsPath || file.toString() : '';
+    const outside = result.outsideSelection ? outsideSelectionText(result.outsideLines, api.relativeName) : '';
+    if (outside) this.nc.log.warn(outside);
     await this.showAnswer({
       kind,
       file: fileName,
@@ -252,11 +255,12 @@ export class CommandHandlers {
       outcome: editOutcome(result),
       outputs: 'outputs' in result ? result.outputs : undefined,
       files: result.files,
+      outside,
       time: new Date(),
     });
     const pid = proposalId(result.proposal);
     if (!result.applied && pid) {
-      this.notify(editNotice(result as EditResult));
+      this.notify(editNotice(result as EditResult, outside));
       await this.review.open(pid, result.response);
       return;
     }
@@ -267,7 +271,7 @@ export class CommandHandlers {
     }
     const conv = result.conversation?.path;
     if (conv) actions.push({ title: 'Open Conversation', run: () => this.conversations.show(api.Uri.file(conv)) });
-    this.notify(editNotice(result as EditResult), ...actions);
+    this.notify(editNotice(result as EditResult, outside), ...actions);
   }
 
   async showAnswer(entry: AnswerEntry): Promise<void> {

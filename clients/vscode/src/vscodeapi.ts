@@ -46,6 +46,17 @@ export function workspaceFolders(): readonly vscode.WorkspaceFolder[] | undefine
   return vscode.workspace.workspaceFolders;
 }
 
+/** A file URI (string) relative to its workspace folder, else its base name. */
+export function relativeName(uri: string): string {
+  try {
+    const u = vscode.Uri.parse(uri);
+    const rel = vscode.workspace.asRelativePath(u, (vscode.workspace.workspaceFolders?.length ?? 0) > 1);
+    return rel && rel !== u.fsPath ? rel : u.path.slice(u.path.lastIndexOf('/') + 1);
+  } catch {
+    return uri;
+  }
+}
+
 export function getExtension<T>(id: string): vscode.Extension<T> | undefined {
   return vscode.extensions.getExtension<T>(id);
 }

@@ -560,9 +560,17 @@ local function present(bufnr, what, res, snap)
   if auto_review then
     ui.config.answer = "none" -- the review split shows the answer
   end
-  ui.show_answer({ title = what .. " · " .. file, status = status, tokens = res.tokens, text = text })
+  local outside = res.outsideSelection == true and ui.outside_selection_text(res.outsideLines, function(u)
+    local path = vim.uri_to_fname(u)
+    local root = find_root(path) .. "/"
+    return path:sub(1, #root) == root and path:sub(#root + 1) or short(path)
+  end) or nil
+  ui.show_answer({ title = what .. " · " .. file, status = status, tokens = res.tokens, text = text, warning = outside })
   ui.config.answer = saved
   notify(string.format("%s %s: %s · %s", what, file, status, ui.tokens_text(res.tokens)), level)
+  if outside then
+    notify((outside:gsub("^nagent ", "")), vim.log.levels.WARN)
+  end
   if pid then
     review.answers[tostring(pid)] = text
     if auto_review then

@@ -201,6 +201,61 @@ end
 
 --- Keep an answer in nagent://answers and show it where config.answer says ("float", "split" or "none").
 --- entry: { title, status, tokens, text }
+-- 0-based line numbers as people read them: 1-based, sorted, runs compressed ("3, 10–12").
+function M.line_ranges(lines)
+  local seen, sorted = {}, {}
+  for _, n in ipairs(type(lines) == "table" and lines or {}) do
+    if type(n) == "number" and n >= 0 and not seen[n] then
+      seen[n] = true
+      table.insert(sorted, n)
+    end
+  end
+  table.sort(sorted)
+  local parts, i = {}, 1
+  while i <= #sorted do
+    local j = i
+    while j < #sorted and sorted[j + 1] == sorted[j] + 1 do
+      j = j + 1
+    end
+    table.insert(parts, j == i and tostring(sorted[i] + 1) or string.format("%d–%d", sorted[i] + 1, sorted[j] + 1))
+    i = j + 1
+  end
+  return table.concat(parts, ", ")
+end
+
+--- A result's `outsideLines` as one line, or nil when it names no line:
+--- "nagent also changed lines outside the selection: app.py 3, 10–12; util.py 1–4".
+--- name(uri) shortens a file (default: its base name); the line is cut to max (default 92) characters.
+function M.outside_selection_text(outside, name, max)
+  name = name or function(u)
+    return vim.fn.fnamemodify(vim.uri_to_fname(u), ":t")
+  end
+  max = max or 92
+  local files = {}
+  for _, f in ipairs(type(outside) == "table" and outside or {}) do
+    if type(f) == "table" and type(f.lines) == "table" and #f.lines > 0 then
+      table.insert(files, name(f.uri) .. " " .. M.line_ranges(f.lines))
+    end
+  end
+  if #files == 0 then
+    return nil
+  end
+  local text = "nagent also changed lines outside the selection: " .. table.concat(files, "; ")
+  if vim.fn.strchars(text) <= max then
+    return text
+  end
+  local cut = vim.fn.strcharpart(text, 0, max - 2)
+  local at = 0
+  for k = #cut - 1, 1, -1 do
+    local two = cut:sub(k, k + 1)
+    if two == ", " or two == "; " then
+      at = k
+      break
+    end
+  end
+  return (at > 0 and cut:sub(1, at - 1) or cut) .. ", …"
+end
+
 function M.show_answer(entry)
   local body = vim.split(tostring(entry.text or ""), "\n", { plain = true })
   while #body > 0 and vim.trim(body[#body]) == "" do
@@ -210,6 +265,9 @@ function M.show_answer(entry)
     entry.title or "nagent",
     (entry.status and (entry.status .. " · ") or "") .. M.tokens_text(entry.tokens),
   }
+  if entry.warning then
+    table.insert(head, "⚠ " .. entry.warning)
+  end
   local shown = vim.list_extend(vim.deepcopy(head), { "" })
   vim.list_extend(shown, #body > 0 and body or { "(no answer)" })
   M.last_answer = shown
@@ -220,6 +278,9 @@ function M.show_answer(entry)
     old = {}
   end
   local add = { "## " .. head[1] .. "  (" .. os.date("%H:%M:%S") .. ")", "_" .. head[2] .. "_", "" }
+  if entry.warning then
+    table.insert(add, 3, "**⚠ " .. entry.warning .. "**")
+  end
   vim.list_extend(add, body)
   table.insert(add, "")
   vim.bo[log].modifiable = true

@@ -1,6 +1,6 @@
 /** Text the extension shows: status bar, notifications, quick picks. Pure and unit-tested. */
 import * as path from 'path';
-import type { CoeditRow, EditResult, PatchResult, RecipeRunResult, StatusResult, Tokens } from './protocol';
+import type { CoeditRow, EditResult, OutsideLines, PatchResult, RecipeRunResult, StatusResult, Tokens } from './protocol';
 import { proposalId } from './protocol';
 
 export function formatCount(n: number | undefined | null): string {
@@ -110,7 +110,51 @@ export interface Notice {
   message: string;
 }
 
-export function editNotice(r: EditResult): Notice {
+/** 0-based line numbers as people read them: 1-based, sorted, runs compressed (`3, 10–12`). */
+export function lineRanges(lines: number[]): string {
+  const sorted = [...new Set(lines.filter((n) => Number.isInteger(n) && n >= 0))].sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    parts.push(j === i ? `${sorted[i] + 1}` : `${sorted[i] + 1}–${sorted[j] + 1}`);
+    i = j + 1;
+  }
+  return parts.join(', ');
+}
+
+/** The last path segment of a URI, decoded. */
+export function uriBaseName(uri: string): string {
+  const p = uri.replace(/[?#].*$/, '').replace(/\/+$/, '');
+  try {
+    return decodeURIComponent(p.slice(p.lastIndexOf('/') + 1));
+  } catch {
+    return p.slice(p.lastIndexOf('/') + 1);
+  }
+}
+
+/**
+ * A result's `outsideLines` as one warning line:
+ * `nagent also changed lines outside the selection: app.py 3, 10–12; util.py 1–4` ('' when there are none).
+ * `name` shortens a file's URI (default: its base name); the line is cut to `max` characters with `…`.
+ */
+export function outsideSelectionText(outside: OutsideLines[] | undefined | null, name: (uri: string) => string = uriBaseName, max = 160): string {
+  const files = (outside ?? []).filter((f) => f && Array.isArray(f.lines) && f.lines.length > 0);
+  if (files.length === 0) return '';
+  const text = `nagent also changed lines outside the selection: ${files.map((f) => `${name(f.uri)} ${lineRanges(f.lines)}`).join('; ')}`;
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  const at = Math.max(cut.lastIndexOf(', '), cut.lastIndexOf('; '));
+  return `${at > 0 ? cut.slice(0, at) : cut}, …`;
+}
+
+/** The notice of an edit; `outside` (outsideSelectionText) makes it a warning that says so first. */
+export function editNotice(r: EditResult, outside = ''): Notice {
+  const n = plainEditNotice(r);
+  return outside ? { level: 'warning', message: `${outside}. ${n.message}` } : n;
+}
+
+function plainEditNotice(r: EditResult): Notice {
   const tokens = r.tokens ? ` (${formatTokens(r.tokens)})` : '';
   const response = firstLine(r.response);
   if (!r.applied && proposalId(r.proposal)) {
@@ -268,6 +312,8 @@ export interface AnswerEntry {
   outcome?: string;
   outputs?: Record<string, unknown>;
   files?: { uri: string; edits: number; created: boolean }[];
+  /** outsideSelectionText of the run, shown as a warning line. */
+  outside?: string;
   time: Date;
 }
 
@@ -276,6 +322,7 @@ export function answerMarkdown(a: AnswerEntry): string {
   out.push(`### ${a.kind} · ${mdEscape(path.basename(a.file))} · ${formatDate(a.time.toISOString(), a.time)}`);
   if (a.request) out.push(`> ${mdEscape(a.request).replace(/\n/g, '\n> ')}`);
   out.push(a.response.trim() ? a.response.trim() : '_(no answer text)_');
+  if (a.outside) out.push(`**⚠ ${mdEscape(a.outside)}**`);
   if (a.outputs && Object.keys(a.outputs).length > 0) {
     out.push('**Outputs**');
     for (const [k, v] of Object.entries(a.outputs)) {

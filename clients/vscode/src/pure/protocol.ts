@@ -78,6 +78,15 @@ export interface EditResult {
   files?: FileChangeSummary[];
   /** Set when the change awaits review: the proposal id (or the proposal itself). */
   proposal?: string | ProposalRef | null;
+  /** Set when a `range` was given and the run changed lines outside it. */
+  outsideSelection?: boolean;
+  outsideLines?: OutsideLines[];
+}
+
+/** Per file, the 0-based lines (of the text the run started from) changed outside the selection. */
+export interface OutsideLines {
+  uri: string;
+  lines: number[];
 }
 
 /** What an edit result may carry as `proposal`: at least its id. */
@@ -156,6 +165,8 @@ export interface RecipeRunResult {
   reason?: string | null;
   conversation?: { path: string; fileId: string };
   files?: FileChangeSummary[];
+  outsideSelection?: boolean;
+  outsideLines?: OutsideLines[];
 }
 
 export interface ConversationListResult {

@@ -697,6 +697,8 @@ async function runSteps() {
       actual: rec.activeDocument.text,
     });
     assert(rec.activeDocument.isDirty === true, 'the edit should be an unsaved buffer change, not a disk write');
+    // The selection held lines 1-5; the model also changed lines 8 and 11.
+    assert(rec.result.outsideSelection === true, 'the result does not say lines outside the selection changed', rec.result);
     assert(fs.readFileSync(path.join(ctx.ws, 'app.py'), 'utf8') === APP_V3, 'the file on disk changed behind the editor');
     const reqs = await modelRequests();
     assert(reqs.length === 2, `expected 2 model calls, got ${reqs.length}`);
@@ -765,6 +767,7 @@ async function runSteps() {
     assert(rec.result.markdown.includes('Renamed greet to welcome'), 'the Answers panel lacks the response', rec.result.markdown);
     assert(/2\.7k in \/ 360 out/.test(rec.result.markdown), 'the Answers panel lacks the tokens', rec.result.markdown);
     assert(rec.result.markdown.includes(`cost ${EDIT_COST}`), `the Answers panel lacks the cost (cost ${EDIT_COST})`, rec.result.markdown);
+    assert(rec.result.markdown.includes('outside the selection: app.py 8, 11'), 'the Answers panel does not warn about the lines changed outside the selection', rec.result.markdown);
     assert(rec.result.rendered === true, 'the answer was not rendered by the Markdown renderer');
     assert(rec.result.displayed === true, 'the Answers page did not confirm that it shows the answer');
     const text = await webviewText('Renamed greet to welcome');

@@ -13,7 +13,9 @@ import {
   formatTokens,
   isCancellation,
   isHashMismatch,
+  lineRanges,
   mentionsModelSetup,
+  outsideSelectionText,
   parseSplitIndex,
   patchNotice,
   resolveRelatedPath,
@@ -180,4 +182,41 @@ test('an answer as Markdown: file, request, response, tokens and cost', () => {
 test('an edit awaiting review says so', () => {
   const n = editNotice({ applied: false, response: 'ok', edits: 0, conversation: { path: '', fileId: '' }, tokens: { input: 1, output: 1 }, reason: 'awaiting review', proposal: 'p1', files: [{ uri: 'a', edits: 1, created: false }, { uri: 'b', edits: 1, created: false }] });
   assert.match(n.message, /proposes changes to 2 files for review/);
+});
+
+test('lineRanges: 1-based, sorted, runs compressed', () => {
+  assert.equal(lineRanges([2, 9, 10, 11]), '3, 10–12');
+  assert.equal(lineRanges([11, 9, 10, 2, 2]), '3, 10–12');
+  assert.equal(lineRanges([0]), '1');
+  assert.equal(lineRanges([]), '');
+});
+
+test('outsideSelectionText: files shortened, capped, empty without lines', () => {
+  const outside = [
+    { uri: 'file:///w/app.py', lines: [2, 9, 10, 11] },
+    { uri: 'file:///w/pkg/util%20x.py', lines: [0, 1, 2, 3] },
+  ];
+  assert.equal(outsideSelectionText(outside), 'nagent also changed lines outside the selection: app.py 3, 10–12; util x.py 1–4');
+  assert.equal(
+    outsideSelectionText(outside, (u) => u.replace('file:///w/', '')),
+    'nagent also changed lines outside the selection: app.py 3, 10–12; pkg/util%20x.py 1–4',
+  );
+  assert.equal(outsideSelectionText([]), '');
+  assert.equal(outsideSelectionText(undefined), '');
+  assert.equal(outsideSelectionText([{ uri: 'file:///w/a.py', lines: [] }]), '');
+  const many = outsideSelectionText([{ uri: 'file:///w/a.py', lines: Array.from({ length: 200 }, (_, i) => i * 2) }], undefined, 100);
+  assert.ok(many.length <= 100, many);
+  assert.ok(many.startsWith('nagent also changed lines outside the selection: a.py 1, 3, 5'), many);
+  assert.ok(many.endsWith(', …'), many);
+});
+
+test('editNotice and answerMarkdown carry the outside-selection warning', () => {
+  const r = { applied: true, response: 'Done', edits: 2, conversation: { path: '/c', fileId: 'f' }, tokens: { input: 1, output: 1 } };
+  const outside = 'nagent also changed lines outside the selection: app.py 8, 11';
+  const n = editNotice(r, outside);
+  assert.equal(n.level, 'warning');
+  assert.ok(n.message.startsWith(`${outside}. nagent applied 2 edits: Done`), n.message);
+  assert.equal(editNotice(r).level, 'info');
+  const md = answerMarkdown({ kind: 'Edit', file: '/w/app.py', response: 'Done', outside, time: new Date(0) });
+  assert.ok(md.includes(`**⚠ ${outside}**`), md);
 });

@@ -39,7 +39,7 @@ from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.store.files import file_kind
 from nagent_lsp.tags import protocol_rules
-from nagent_lsp.tags.transcript import INTERRUPTED, render_block, system_block, user_prompt_block
+from nagent_lsp.tags.transcript import INTERRUPTED, system_block, user_prompt_block
 
 log = logging.getLogger("nagent_lsp")
 
@@ -249,11 +249,11 @@ async def _deliver(
 ) -> dict[str, Any]:
     """DESIGN §9: the run's change set (the target and every other file it wrote or created) is applied as one
     change, or kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
-    from nagent_lsp.operations.review import deliver, files_result, propose
+    from nagent_lsp.operations.review import deliver_or_propose
 
     changes = _change_set(run, args.uri, path, base_text, base_version)
-    result["files"] = []
     if not changes:
+        result["files"] = []
         result.setdefault("reason", "no change")
         port.end_progress(progress, "no change")
         return result
@@ -261,33 +261,14 @@ async def _deliver(
         outside = outside_selection(args.range, changes, path)
         if outside:
             result.update(outsideSelection=True, outsideLines=outside)
-    if args.preview if args.preview is not None else session.settings.confirmEdits:
-        proposal = propose(
-            session, port, state_root, changes, request=args.request, conversation=result["conversation"], target=path
-        )
-        result.update(reason="awaiting review", proposal=proposal)
-        attrs = {"applied": "false", "reason": "awaiting review", "proposal": proposal["id"]}
-        convo.append(render_block("nagent-edit-result", None, attrs))
-        port.end_progress(progress, "awaiting review")
-        return result
-    port.report_progress(progress, "applying the change")
-    applied, patch_path = await deliver(
-        session, port, state_root, changes, target=path, request=args.request, conversation=convo.path.name
-    )
-    result["edits"] = applied.edits
-    if applied.applied:
-        result.update(
-            applied=True, patchPath=str(patch_path) if patch_path else None, files=files_result(applied.files)
-        )
-        final = next((f.final_text for f in applied.files if f.path == path), None)
-        if final is not None:
-            await _refresh_splits(run.splits, path, final)
-        attrs = {"applied": "true", "edits": applied.edits, "files": len(applied.files), "patch": patch_path}
-        convo.append(render_block("nagent-edit-result", None, attrs))
-    else:
-        result["reason"] = applied.reason or "not applied"
-        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
-    port.end_progress(progress, "applied" if applied.applied else result["reason"])
+    preview = args.preview if args.preview is not None else session.settings.confirmEdits
+    applied = await deliver_or_propose(
+        session, port, state_root, changes, target=path, request=args.request, convo=convo, result=result,
+        progress=progress, preview=preview,
+    )  # fmt: skip
+    final = next((f.final_text for f in applied.files if f.path == path), None) if applied and applied.applied else None
+    if final is not None:
+        await _refresh_splits(run.splits, path, final)
     return result
 
 

@@ -28,7 +28,7 @@ from nagent_lsp.operations.buffers import read_rules, read_source_async
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.edit import CONTEXT_TIMEOUT, selection_of, target_path
 from nagent_lsp.operations.session import Session
-from nagent_lsp.tags.transcript import INTERRUPTED, render_block
+from nagent_lsp.tags.transcript import INTERRUPTED
 
 log = logging.getLogger("nagent_lsp")
 
@@ -149,35 +149,15 @@ async def _deliver(
 ) -> dict[str, Any]:
     """The new `fileText` goes the way of `nagent.edit`'s change (operations.review): applied as one change, or
     kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
-    from nagent_lsp.operations.review import deliver, files_result, propose
+    from nagent_lsp.operations.review import deliver_or_propose
 
     request = f"recipe {recipe.name}" + (f": {args.request.strip()}" if args.request and args.request.strip() else "")
     changes = [FileChange(path=path, uri=args.uri, base_text=base.text, new_text=new_text, base_version=base.version)]
-    result["files"] = []
-    if args.preview if args.preview is not None else session.settings.confirmEdits:
-        proposal = propose(
-            session, port, state_root, changes, request=request, conversation=result["conversation"], target=path
-        )
-        result.update(reason="awaiting review", proposal=proposal)
-        attrs = {"applied": "false", "reason": "awaiting review", "proposal": proposal["id"]}
-        convo.append(render_block("nagent-edit-result", None, attrs))
-        port.end_progress(progress, "awaiting review")
-        return result
-    port.report_progress(progress, "applying the change")
-    applied, patch_path = await deliver(
-        session, port, state_root, changes, target=path, request=request, conversation=convo.path.name
-    )
-    result["edits"] = applied.edits
-    if applied.applied:
-        result.update(
-            applied=True, patchPath=str(patch_path) if patch_path else None, files=files_result(applied.files)
-        )
-        attrs = {"applied": "true", "edits": applied.edits, "patch": patch_path}
-        convo.append(render_block("nagent-edit-result", None, attrs))
-    else:
-        result["reason"] = applied.reason or "not applied"
-        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
-    port.end_progress(progress, "applied" if applied.applied else result["reason"])
+    preview = args.preview if args.preview is not None else session.settings.confirmEdits
+    await deliver_or_propose(
+        session, port, state_root, changes, target=path, request=request, convo=convo, result=result,
+        progress=progress, preview=preview,
+    )  # fmt: skip
     return result
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
-from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, FileOutcome, ReviewMark
+from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, FileOutcome, Progress, ReviewMark
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store import proposals
@@ -81,6 +81,49 @@ async def deliver(
     patch_path = write_patch(state_root / "patches", target, patch)
     await record_in_other_conversations(session, port, outcome.files, target, request, conversation, state_root)
     return outcome, patch_path
+
+
+async def deliver_or_propose(
+    session: Session,
+    port: EditorPort,
+    state_root: Path,
+    changes: Sequence[FileChange],
+    *,
+    target: Path,
+    request: str,
+    convo: ConversationFile,
+    result: dict[str, Any],
+    progress: Progress,
+    preview: bool,
+) -> ApplyOutcome | None:
+    """The end of every run that made a change set (`nagent.edit`, a recipe's new `fileText`): kept as a proposal
+    awaiting review (`preview`: confirmEdits or the argument) or applied as one change. `result` and the run's
+    conversation say which; the progress ends with it. Returns the outcome of an applied change (None: proposed)."""
+    result["files"] = []
+    if preview:
+        proposal = propose(
+            session, port, state_root, changes, request=request, conversation=result["conversation"], target=target
+        )
+        result.update(reason="awaiting review", proposal=proposal)
+        attrs = {"applied": "false", "reason": "awaiting review", "proposal": proposal["id"]}
+        convo.append(render_block("nagent-edit-result", None, attrs))
+        port.end_progress(progress, "awaiting review")
+        return None
+    port.report_progress(progress, "applying the change")
+    applied, patch_path = await deliver(
+        session, port, state_root, changes, target=target, request=request, conversation=convo.path.name
+    )
+    result["edits"] = applied.edits
+    if applied.applied:
+        patch = str(patch_path) if patch_path else None
+        result.update(applied=True, patchPath=patch, files=files_result(applied.files))
+        attrs = {"applied": "true", "edits": applied.edits, "files": len(applied.files), "patch": patch_path}
+        convo.append(render_block("nagent-edit-result", None, attrs))
+    else:
+        result["reason"] = applied.reason or "not applied"
+        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
+    port.end_progress(progress, "applied" if applied.applied else result["reason"])
+    return applied
 
 
 def files_result(files: Iterable[FileOutcome]) -> list[dict[str, Any]]:

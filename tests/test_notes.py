@@ -172,3 +172,19 @@ def test_warm_summarises_past_the_first_page_and_a_teammates_cli_shows_them_for_
     commits = json.loads(shown.stdout)["commits"]
     assert commits and all(c["summary"] == f"Model says {c['hash'][:7]} touched app.py." for c in commits)
     assert len(fake_model.chat_requests) == spent  # read from the notes, not paid for again
+
+
+def test_lookups_list_the_notes_tree_once_per_tip(tmp_path: Path) -> None:
+    _, a, _, h = team(tmp_path)
+    git_a = GitRepository(a)
+    listed: list[str] = []
+    original = git_a.notes_list
+    git_a.notes_list = lambda rev: listed.append(rev) or original(rev)  # type: ignore[method-assign]
+    notes = SummaryNotes(git_a)
+    notes.add({(h[0], "app.py"): "start"})
+    for _ in range(3):  # hovers of files whose commits the notes lack: the tree is not listed again
+        assert notes.lookup([(h[0], "app.py"), (h[1], "app.py")]) == {(h[0], "app.py"): "start"}
+    assert len(listed) == 1
+    notes.add({(h[1], "app.py"): "change"})  # the tip moved: read again, and the new note is seen
+    assert notes.lookup([(h[1], "app.py")]) == {(h[1], "app.py"): "change"}
+    assert len(listed) == 2

@@ -66,11 +66,24 @@ class SummaryNotes:
     def __init__(self, git: GitRepository, ref: str = NOTES_REF):
         self.git = git
         self.ref = ref
+        # The notes tree's listing at the ref's last tip seen: every lookup (one per hovered file whose commits lack
+        # a summary) would otherwise list the whole tree again; a fetch or a write moves the tip and so refreshes it.
+        self._listed: tuple[str, dict[str, str]] | None = None
 
     # -- reading --------------------------------------------------------------------------------------------------
+    def listing(self, tip: str | None = None) -> dict[str, str]:
+        """{annotated commit: note blob} at the ref's tip (`tip`: already resolved); {} when there are no notes."""
+        tip = tip or self.git.rev_parse(self.ref)
+        if tip is None:
+            return {}
+        listed = self._listed
+        if listed is None or listed[0] != tip:
+            listed = self._listed = (tip, self.git.notes_list(tip))
+        return listed[1]
+
     def read(self, commits: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
         """{commit: {path: summary}} for `commits` (None: every note)."""
-        listing = self.git.notes_list(self.ref)
+        listing = self.listing()
         if commits is not None:
             wanted = set(commits)
             listing = {c: b for c, b in listing.items() if c in wanted}
@@ -95,7 +108,7 @@ class SummaryNotes:
             return 0
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             tip = self.git.rev_parse(self.ref)
-            listing = self.git.notes_list(self.ref) if tip else {}
+            listing = self.listing(tip) if tip else {}
             blobs = self.git.cat_blobs(listing[c] for c in wanted if c in listing)
             tree: dict[str, bytes | str] = dict(listing)
             added = 0
@@ -123,7 +136,7 @@ class SummaryNotes:
             if tip == other:
                 return MergeReport(0, 0, False)
             theirs = self.git.notes_list(other)
-            ours = self.git.notes_list(self.ref) if tip else {}
+            ours = self.listing(tip) if tip else {}
             both = [c for c in theirs if c in ours and theirs[c] != ours[c]]
             only = [c for c in theirs if c not in ours]
             blobs = self.git.cat_blobs([*(theirs[c] for c in both + only), *(ours[c] for c in both)])

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -32,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "server"))
 
+from benchmarks.edit_overhead import floor_seconds, model_ms  # noqa: E402  (the same floor and model-time reading)
 from tests.harness.fake_openai import FakeOpenAI  # noqa: E402
 from tests.harness.gitrepo import Commit, build_repo  # noqa: E402
 from tests.harness.lsp import open_editor  # noqa: E402
@@ -45,23 +45,6 @@ def ceil4(text: str) -> int:
 
 def make_text(lines: int) -> str:
     return "".join(f"def function_{i}(x):\n    return x * {i}  # line {i}\n" for i in range(lines // 2))
-
-
-def model_ms(log_file: Path, seen: int) -> tuple[float, int]:
-    lines = log_file.read_text().splitlines() if log_file.exists() else []
-    total = sum(float(m.group(1)) for line in lines[seen:] if (m := re.search(r"model call took ([\d.]+) ms", line)))
-    return total, len(lines)
-
-
-def diff_floor(old: str, new: str, runs: int) -> float:
-    from nagent_lsp.text.edits import minimal_edits
-
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        minimal_edits(old, new, "utf-16")
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 # -- 1. replace vs write ----------------------------------------------------------------------------------------------
@@ -143,7 +126,7 @@ async def one_line_change(lines: int, runs: int, base: Path, source: Path | None
     finally:
         fake.close()
     out["token_floor"] = ceil4(new_line + "\n") + ceil4(DONE)
-    out["time_floor"] = diff_floor(old, new, max(runs, 3))
+    out["time_floor"] = floor_seconds(old, new, max(runs, 3))
     return out
 
 

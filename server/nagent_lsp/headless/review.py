@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,27 +44,31 @@ def run_review(args: argparse.Namespace) -> int:
 CONTEXT = 3  # lines shown around a hunk, as `git diff` does
 
 
-def hunk_diff(file: dict[str, Any], hunk: dict[str, Any], cwd: Path | None = None) -> str:
+def file_lines(file: dict[str, Any]) -> list[str]:
+    """The file's current lines, read once for all its hunks (none for a new file or one that cannot be read)."""
+    if file["created"]:
+        return []
+    try:
+        return split_lines(read_disk_text(Path(file["path"])))
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def hunk_diff(file: dict[str, Any], hunk: dict[str, Any], lines: list[str], cwd: Path | None = None) -> str:
     """A hunk as `git diff` would show it: the path relative to the working folder, the line numbers where the hunk
-    sits in the file now, and up to three lines of the file around it."""
+    sits in the file now (`lines`, from `file_lines`), and up to three lines of the file around it."""
     path = Path(file["path"])
     shown = shown_path(path, cwd)
     created = bool(file["created"])
     around, first = ("", ""), 0
     rng = hunk.get("range")
     if rng and not created:
-        try:
-            lines = split_lines(read_disk_text(path))
-        except (OSError, UnicodeDecodeError):
-            lines = []
         start, end = rng["start"]["line"], rng["end"]["line"]
         first = max(0, start - CONTEXT)
         around = ("".join(lines[first:start]), "".join(lines[end : end + CONTEXT]))
     before, after = around
     old, new = before + hunk["oldText"] + after, before + hunk["newText"] + after
-    diff = unified_diff(old, new, shown, context=CONTEXT, created=created)
-    if first:
-        diff = _HEADER.sub(lambda m: f"@@ -{_moved(m[1], first)} +{_moved(m[2], first)} @@", diff)
+    diff = unified_diff(old, new, shown, context=CONTEXT, created=created, first_line=first)
     return diff or "(no textual change)\n"
 
 
@@ -74,23 +77,16 @@ def shown_path(path: Path, cwd: Path | None = None) -> str:
     return os.path.relpath(path, base) if path.is_relative_to(base) else str(path)
 
 
-_HEADER = re.compile(r"^@@ -(\S+) \+(\S+) @@", re.M)
-
-
-def _moved(span: str, by: int) -> str:
-    start, comma, length = span.partition(",")
-    return f"{int(start) + by}{comma}{length}"
-
-
 async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any]) -> dict[str, Any] | None:
     """y: accept, n: reject, a: accept this and every remaining hunk, q: reject this and every remaining one.
     Without a terminal nothing is asked: the proposal stays pending (None) and is printed for `review apply`."""
     from nagent_lsp.operations import review
 
     for file in proposal["files"]:
+        lines = file_lines(file)
         for hunk in file["hunks"]:
             print(f"[{hunk['id']}] {shown_path(Path(file['path']))}{' (new file)' if file['created'] else ''}")
-            print(hunk_diff(file, hunk), end="")
+            print(hunk_diff(file, hunk, lines), end="")
     if not port.interactive:
         print(
             f"proposal {proposal['id']} awaits review: nagent-lsp review apply {proposal['id']} [--accept h1,h2] "

@@ -266,9 +266,11 @@ def apply_edits(text: str, edits: list[TextEditSpec], encoding: str = "utf-16") 
     return "".join(out)
 
 
-def unified_diff(old: str, new: str, path: str, context: int = 3, created: bool = False) -> str:
+def unified_diff(old: str, new: str, path: str, context: int = 3, created: bool = False, first_line: int = 0) -> str:
     """A git-style unified diff (with "\\ No newline at end of file" markers); "" when nothing changed. A `created`
-    file's diff starts `--- /dev/null` (git's convention), so `git apply` and `patch` create it."""
+    file's diff starts `--- /dev/null` (git's convention), so `git apply` and `patch` create it. `first_line`: the
+    0-based line of the file where `old` and `new` start, when they are an excerpt of it (the hunk headers say where
+    the lines really are)."""
     if old == new:
         return ""
     a, b = split_lines(old), split_lines(new)
@@ -276,7 +278,8 @@ def unified_diff(old: str, new: str, path: str, context: int = 3, created: bool 
     for group in _groups(line_opcodes(a, b), len(a), context):
         i_start, j_start = group[0][0], group[0][2]
         i_end, j_end = group[-1][1], group[-1][3]
-        out.append(f"@@ -{_span(i_start, i_end - i_start)} +{_span(j_start, j_end - j_start)} @@\n")
+        old_span, new_span = _span(i_start, i_end - i_start, first_line), _span(j_start, j_end - j_start, first_line)
+        out.append(f"@@ -{old_span} +{new_span} @@\n")
         for tag, i1, i2, j1, j2 in _tagged(group):
             lines = (
                 [(" ", line) for line in a[i1:i2]]
@@ -290,8 +293,9 @@ def unified_diff(old: str, new: str, path: str, context: int = 3, created: bool 
     return "".join(out)
 
 
-def _span(start: int, length: int) -> str:
+def _span(start: int, length: int, offset: int = 0) -> str:
     # difflib's (and git's) convention: an empty range is shown at the line before it.
+    start += offset
     if length == 1:
         return f"{start + 1}"
     return f"{start + 1 if length else start},{length}"

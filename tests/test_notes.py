@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +12,9 @@ from nagent_lsp.history.git import GitRepository
 from nagent_lsp.history.summary_notes import NOTES_REF, SummaryNotes, merge_entries
 from tests.harness.gitrepo import Commit, build_repo, git, git_env
 from tests.harness.lsp import repository_settings, server_env
+from tests.test_history_lsp import summarising_responder
 
 SHARED = {"history": {"summarize": True, "shareSummaries": "notes"}}
-
-
-def summarising_responder(request) -> dict:
-    prompt = request.messages[-1]["content"]
-    rows = [
-        {"commit": sha, "path": path, "summary": f"Model says {sha[:7]} touched {path}."}
-        for sha, path in re.findall(r"Commit: ([0-9a-f]{40})\nPath: (.+)", prompt)
-    ]
-    return {"text": json.dumps({"summaries": rows})}
 
 
 def team(tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:

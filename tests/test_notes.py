@@ -12,9 +12,13 @@ from nagent_lsp.history.git import GitRepository
 from nagent_lsp.history.summary_notes import NOTES_REF, SummaryNotes, merge_entries
 from tests.harness.gitrepo import Commit, build_repo, git, git_env
 from tests.harness.lsp import repository_settings, server_env
-from tests.test_history_lsp import summarising_responder
+from tests.test_history_lsp import poll, summarising_responder
 
 SHARED = {"history": {"summarize": True, "shareSummaries": "notes"}}
+
+
+def summarised(result: dict) -> bool:
+    return bool(result["commits"]) and all("summary" in c for c in result["commits"])
 
 
 def team(tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:
@@ -78,18 +82,11 @@ async def test_summaries_go_through_notes_between_two_clones(tmp_path, editors, 
     fake_model.responder = summarising_responder
     async with editors.open("vscode", a, model=True) as editor:
         uri = (a / "app.py").resolve().as_uri()
-        result = await editor.command("nagent.history", {"uri": uri})
-        for _ in range(600):
-            if result["commits"] and all("summary" in c for c in result["commits"]):
-                break
-            await asyncio.sleep(0.05)
-            result = await editor.command("nagent.history", {"uri": uri})
+        result = await poll(lambda: editor.command("nagent.history", {"uri": uri}), summarised)
     assert [c.get("summary") for c in result["commits"]] == [f"Model says {x[:7]} touched app.py." for x in h[::-1]]
     notes = SummaryNotes(GitRepository(a))
-    for _ in range(600):  # the notes are written just after the cache: wait for the last batch's write
-        if len(notes.read()) == 3:
-            break
-        await asyncio.sleep(0.05)
+    # the notes are written just after the cache: wait for the last batch's write
+    await poll(lambda: asyncio.to_thread(notes.read), lambda read: len(read) == 3)
     assert json.loads(git(a, "notes", f"--ref={NOTES_REF}", "show", h[1])) == {
         "app.py": f"Model says {h[1][:7]} touched app.py."
     }
@@ -103,12 +100,7 @@ async def test_summaries_go_through_notes_between_two_clones(tmp_path, editors, 
     fake_model.reset()  # B's server must not ask the model: the notes have every summary
     async with editors.open("eglot", b, model=True) as editor:
         uri = (b / "app.py").resolve().as_uri()
-        result = await editor.command("nagent.history", {"uri": uri})
-        for _ in range(600):
-            if result["commits"] and all("summary" in c for c in result["commits"]):
-                break
-            await asyncio.sleep(0.05)
-            result = await editor.command("nagent.history", {"uri": uri})
+        result = await poll(lambda: editor.command("nagent.history", {"uri": uri}), summarised)
     assert [c.get("summary") for c in result["commits"]] == [f"Model says {x[:7]} touched app.py." for x in h[::-1]]
     assert fake_model.chat_requests == []
 

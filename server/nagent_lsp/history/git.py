@@ -126,16 +126,6 @@ class GitRepository:
         ]
         return self.stream(args)
 
-    def existing(self, revision: str, paths: Iterable[bytes]) -> set[bytes]:
-        """Which of `paths` exist in `revision`'s tree: one `cat-file --batch-check`, the paths on stdin (any bytes,
-        any number of them; a name holding a newline cannot be asked and counts as absent)."""
-        wanted = [p for p in paths if b"\n" not in p]
-        if not wanted:
-            return set()
-        query = b"".join(revision.encode() + b":" + p + b"\n" for p in wanted)
-        answers = self.run(["cat-file", "--batch-check=%(objecttype)"], stdin=query).split(b"\n")
-        return {p for p, answer in zip(wanted, answers, strict=False) if answer in (b"blob", b"commit")}
-
     def diff_zero_context(self, old: str, new: str, path: str) -> bytes:
         """`git diff -U0 old new -- path`: the hunks that move a blame from `old` to `new`."""
         return self.run(["diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--", path])

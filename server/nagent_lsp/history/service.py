@@ -156,7 +156,7 @@ class _Entry:
 class _Page:
     index: RepoIndex
     lineage: Lineage
-    # The page's co-edited paths that exist at its HEAD: a page holds only the file's own commits, so a co-edited
+    # The page's co-edited paths that exist in the work tree: a page holds only the file's own commits, so a co-edited
     # file renamed in a commit outside them would show under both names; its old name is left out instead.
     alive: frozenset[bytes] | None = None
 
@@ -743,7 +743,7 @@ class HistoryService:
             page = _Page(
                 partial,
                 Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped, lineage.ids),
-                self._alive(partial, lineage.commits, head),
+                self._alive(partial, lineage.commits),
             )
             with self._lock:
                 self._pages.put((raw, head, size), page)
@@ -752,15 +752,12 @@ class HistoryService:
             with self._lock:
                 self._page_pending.pop((raw, head, size), None)
 
-    def _alive(self, index: RepoIndex, commits: Sequence[CommitRef], head: str) -> frozenset[bytes] | None:
-        """Which paths the commits touched exist at `head` (None: unknown, nothing is left out)."""
+    def _alive(self, index: RepoIndex, commits: Sequence[CommitRef]) -> frozenset[bytes]:
+        """Which paths the commits touched are in the work tree (what the user sees of HEAD): a stat each, no git
+        process on the first hover's path."""
+        root = os.fsencode(self.root)
         touched = {index.paths[pid] for c in commits for pid in index.touched(c.id)}
-        try:
-            self.counters.git_processes += 1
-            return frozenset(self.git.existing(head, touched))
-        except GitError as exc:
-            log.info("could not check which co-edited files exist: %s", exc)
-            return None
+        return frozenset(p for p in touched if os.path.lexists(os.path.join(root, p)))
 
     def _make_entry(
         self,

@@ -333,8 +333,8 @@ def test_block_reuses_the_sessions_service(repo) -> None:
 @pytest.mark.parametrize("indexed", [False, True])
 def test_a_renamed_coedited_file_is_listed_once(tmp_path: Path, indexed: bool) -> None:
     # util.py becomes lib/util.py in a commit that does not touch app.py: before the index, app.py's own commits
-    # cannot tell that the two names are one file, so the old name (absent from the work tree) is left out rather than listed
-    # twice; the index knows the rename and counts every co-edit under the current name.
+    # cannot tell that the two names are one file, so the old name (absent from the work tree) is left out rather
+    # than listed twice; the index knows the rename and counts every co-edit under the current name.
     root = tmp_path / "repo"
     build_repo(
         root,

@@ -19,7 +19,9 @@ def write_json(path: Path, value: dict) -> None:
 
 async def test_each_source_overrides_the_one_before(workspace: Path, isolated_home: Path) -> None:
     # Each layer sets `model` (overriding the layer below) and one key of its own (which must survive).
-    write_json(isolated_home / ".nagent" / "config.json", {"model": "user", "maxSteps": 7})
+    # A repository may only choose one of the user's own model profiles (DESIGN §12), so the user defines "repo".
+    profiles = {"repo": {"model": "repo"}}
+    write_json(isolated_home / ".nagent" / "config.json", {"model": "user", "maxSteps": 7, "models": profiles})
     write_json(workspace / ".nagent" / "config.json", {"model": "repo", "history": {"maxCommits": 33}})
     env = {"NAGENT_MODEL": "env", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     init = {"model": "init", "temperature": 0.7}
@@ -164,7 +166,7 @@ def test_a_repository_cannot_choose_where_the_key_goes_or_where_files_are_writte
     assert (s.baseUrl, s.apiKeyEnv, s.stateRoot) == ("http://127.0.0.1:1/v1", "OPENAI_API_KEY", None)
     assert sorted(s.models) == ["mine", "ok"]  # the profile with an endpoint is dropped, the plain one kept
     refused = {p.key for p in resolved.problems}
-    assert refused == {"baseUrl", "apiKeyEnv", "stateRoot", "models"}
+    assert refused == {"baseUrl", "apiKeyEnv", "stateRoot", "models", "model"}  # "theirs" is not the user's profile
     assert all("repo/.nagent/config.json" in str(p) for p in resolved.problems)
     # The same values from the user's own sources are taken.
     mine = settings.merge([settings.Source("defaults", {}), settings.Source("user", dict(repo.values))])

@@ -159,3 +159,24 @@ def check_write(
         if directory in resolved.parents and resolved.name != INDEX and resolved.is_file():
             return WriteTarget("segment", resolved)
     raise Refused(refusal)
+
+
+def review_reason(path: Path, folders: Iterable[Path], review_always: Iterable[str]) -> str | None:
+    """Why a change to `path` must be reviewed whatever `confirmEdits` says (DESIGN §12), or None: it matches a
+    `reviewAlways` glob (on every tail of its path inside its workspace folder, as denyWrite is matched), or the
+    file is executable — something a tool runs by itself later, where a wrong line costs more than a review."""
+    globs = tuple(review_always)
+    resolved = path.resolve()
+    folder = containing_folder(resolved, [f.resolve() for f in folders])
+    relative = PurePosixPath((resolved.relative_to(folder) if folder is not None else Path(resolved.name)).as_posix())
+    for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
+        glob = denied_by(tail, globs)
+        if glob is not None:
+            return f"{relative} matches the reviewAlways pattern {glob!r}"
+    try:
+        mode = resolved.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) and mode & 0o111:
+        return f"{relative} is executable"
+    return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,8 +22,47 @@ from nagent_lsp.core.secret_env import process_environ
 
 DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # DESIGN §4.1: no file larger than this is read for any command
-# DESIGN §9: matched case-insensitively on the resolved path, relative to its workspace folder.
-DEFAULT_DENY_WRITE = (".git/**", ".nagent/**", ".env", ".env.*", "*.pem", "*.key", "id_rsa*")
+# DESIGN §9, §12: matched case-insensitively on the resolved path relative to its workspace folder, and on every
+# tail of it, so each holds at any depth. `.git` is a nested repository's git dir, or a `.git` FILE whose `gitdir:`
+# line hands git a directory the model wrote (its config could name programs); `.gitattributes` chooses which of a
+# config's drivers and filters git runs; `.gitmodules` names URLs and paths git clones and checks out.
+DEFAULT_DENY_WRITE = (
+    ".git",
+    ".git/**",
+    ".gitattributes",
+    ".gitmodules",
+    ".nagent/**",
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+)
+# DESIGN §12: files that a tool runs by itself later — on a commit, on opening the folder, on `cd` — rather than
+# when the user runs them. A change to one is always proposed for review, whatever confirmEdits or preview say
+# (files with an exec bit too). Same matching as denyWrite. The README says why each is here.
+DEFAULT_REVIEW_ALWAYS = (
+    ".githooks/**",  # core.hooksPath's usual home: git runs them on commit, merge, checkout
+    ".husky/**",  # husky's hooks
+    ".pre-commit-config.yaml",  # pre-commit fetches and runs what it names on every commit
+    "lefthook.yml",
+    ".lefthook.yml",
+    ".vscode/tasks.json",  # tasks may run on folder open
+    ".vscode/launch.json",
+    ".vscode/settings.json",  # interpreter and tool paths VS Code runs
+    ".devcontainer/**",  # postCreateCommand and friends
+    ".idea/**",  # JetBrains run configurations and startup tasks
+    ".envrc",  # direnv runs it on cd
+    ".dir-locals.el",  # Emacs evaluates it on opening a file
+    ".nvim.lua",  # Neovim's exrc
+    ".nvimrc",
+    ".exrc",
+    ".helix/**",
+    ".zed/**",  # Zed tasks and settings
+    ".github/workflows/**",  # CI runs it with the repository's secrets once pushed
+    ".gitlab-ci.yml",
+    "*.pth",  # Python runs a .pth file's import lines at start-up
+)
 EnvName = Annotated[
     str,
     Check(
@@ -86,6 +125,7 @@ class Settings:
     summaryModel: str | None = None  # commit/file summaries and compaction; None: `model`
     writeScope: Literal["target", "workspace"] = "workspace"
     denyWrite: tuple[str, ...] = DEFAULT_DENY_WRITE
+    reviewAlways: tuple[str, ...] = DEFAULT_REVIEW_ALWAYS
     conversation: ConversationSettings = attrs.Factory(ConversationSettings)
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
@@ -124,6 +164,7 @@ class Resolved:
     settings: Settings
     sources: tuple[str, ...]
     problems: tuple[SettingError, ...]
+    origins: Mapping[str, str] = attrs.Factory(dict)  # flat key -> the source its value came from (unset: defaults)
 
 
 def flatten(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,11 +189,33 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
-# DESIGN §10 trust: a repository's own config file (`<repo>/.nagent/config.json`, which a cloned repository brings
-# along) may narrow these settings, never widen them: ordered from narrowest to widest. Its deny lists add to the
-# ones before it instead of replacing them (an empty `denyRead` must not expose `.env`).
-NARROW_ONLY: dict[str, tuple[str, ...]] = {"shell": ("deny", "ask", "allow"), "writeScope": ("target", "workspace")}
-ADD_ONLY = ("denyRead", "denyWrite")
+# DESIGN §10/§12 trust: a repository's own config file (`<repo>/.nagent/config.json`, which a cloned repository
+# brings along) may only narrow: safer, cheaper, more review — never the other way. Each refused value is one
+# problem naming its key, and the value before it is kept.
+# Ordered from narrowest to widest: a repository may move a setting left, never right.
+NARROW_ONLY: dict[str, tuple[Any, ...]] = {
+    "shell": ("deny", "ask", "allow"),
+    "writeScope": ("target", "workspace"),
+    "confirmEdits": (True, False),  # it may ask for review, never turn the user's review off
+    "history.summarize": (False, True),  # summaries are model calls: the user's money
+    "history.shareSummaries": ("off", "notes"),  # sharing pushes to the team's remote: the user's consent
+}
+# Limits and budgets a repository may only lower (raising them is how it would bloat or stall the server).
+LOWER_ONLY = (
+    "maxFileBytes",
+    "requestTimeout",
+    "shellTimeout",
+    "maxSteps",
+    "maxOutputTokens",
+    "history.maxCommits",
+    "history.maxChangesetFiles",
+    "conversation.tokenBudget",
+)
+# Its deny and review lists add to the ones before it instead of replacing them (an empty `denyRead` must not
+# expose `.env`).
+ADD_ONLY = ("denyRead", "denyWrite", "reviewAlways")
+# Which model runs is what the user pays for: a repository may pick one of the user's own profiles, nothing else.
+PROFILE_ONLY = ("model", "summaryModel")
 UNTRUSTED_SOURCES = ("repository",)
 # Where the API key goes and where files are written are the user's choice alone: a cloned repository naming an
 # endpoint would receive the key, and one naming a state root would make the server write wherever it likes.
@@ -160,41 +223,71 @@ TRUSTED_ONLY = ("baseUrl", "apiKeyEnv", "stateRoot")
 ENDPOINT_FIELDS = ("baseUrl", "apiKeyEnv")
 
 
-def _narrowed(key: str, value: Any, chosen: Mapping[str, Any], where: str) -> tuple[Any, SettingError | None]:
+def _default(key: str) -> Any:
+    group, dot, name = key.partition(".")
+    value: Any = Settings()
+    for part in (group, name) if dot else (key,):
+        value = getattr(value, part, None)
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _narrowed(
+    key: str, value: Any, chosen: Mapping[str, Any], where: str, user_profiles: Collection[str]
+) -> tuple[Any, SettingError | None]:
     """`value` of an untrusted source, kept within what the sources before it allow."""
-    defaults = Settings()
     if key in TRUSTED_ONLY:
         message = f"a repository's config cannot set '{key}' (in {where}); set it in your user config or editor"
         return None, SettingError(key, message)
+    before = chosen.get(key, _default(key))
     if key == "models" and isinstance(value, Mapping):
         kept = {n: p for n, p in value.items() if not (isinstance(p, Mapping) and any(f in p for f in ENDPOINT_FIELDS))}
         if len(kept) < len(value):
             names = ", ".join(sorted(set(value) - set(kept)))
             message = f"a repository's config cannot give a model profile an endpoint or key ({names}, in {where})"
             return kept, SettingError(key, message)
-    if key in NARROW_ONLY:
+    elif key in PROFILE_ONLY and isinstance(value, str):
+        if value not in user_profiles:
+            shown = ", ".join(sorted(user_profiles)) or "none defined"
+            message = (
+                f"a repository's config may only choose one of your own model profiles for '{key}' (in {where}; "
+                f"your profiles: {shown}); ignored"
+            )
+            return None, SettingError(key, message)
+    elif key in NARROW_ONLY:
         order = NARROW_ONLY[key]
-        before = chosen.get(key, getattr(defaults, key))
         if value in order and before in order and order.index(value) > order.index(before):
-            message = f"a repository's config cannot widen '{key}' to {value!r} (in {where}); keeping {before!r}"
-            return before, SettingError(key, message)
+            change = f"turn {'on' if value else 'off'}" if isinstance(value, bool) else f"widen to {value!r}"
+            message = f"a repository's config cannot {change} '{key}' (in {where}); keeping {before!r}"
+            return None, SettingError(key, message)
+    elif key in LOWER_ONLY and _number(value) and _number(before) and value > before:
+        message = (
+            f"a repository's config may only lower '{key}', not raise it to {value!r} (in {where}); keeping {before!r}"
+        )
+        return None, SettingError(key, message)
     elif key in ADD_ONLY and isinstance(value, (list, tuple)):
-        before = list(chosen.get(key, getattr(defaults, key)))
-        return before + [v for v in value if v not in before], None
+        earlier = list(before)
+        return earlier + [v for v in value if v not in earlier], None
     return value, None
 
 
 def merge(sources: list[Source]) -> Resolved:
     """Each value is checked on its own: a refused one is reported, naming its key, and the one before it kept."""
     chosen: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     found: list[SettingError] = []
     for source in sources:
         where = source.origin or source.name
+        label = source.name if where == source.name else f"{source.name} ({where})"
+        user_profiles = set(chosen.get("models") or {})  # defined by the sources before this one
         for key, value in flatten(source.values).items():
             if value is None or value == "":
                 continue
             if source.name in UNTRUSTED_SOURCES:
-                value, refused = _narrowed(key, value, chosen, where)
+                value, refused = _narrowed(key, value, chosen, where, user_profiles)
                 found += [refused] if refused else []
                 if value is None:
                     continue
@@ -210,8 +303,9 @@ def merge(sources: list[Source]) -> Resolved:
                 if key == "models" and isinstance(chosen.get(key), Mapping):
                     value = {**chosen[key], **value}  # profiles from several sources add up; a later one wins by name
                 chosen[key] = value
+                origins[key] = label
     settings = converter.structure(nest(chosen), Settings)
-    return Resolved(settings, tuple(s.name for s in sources), tuple(found))
+    return Resolved(settings, tuple(s.name for s in sources), tuple(found), origins)
 
 
 def environment_source(environ: Mapping[str, str] | None = None) -> Source:

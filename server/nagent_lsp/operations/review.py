@@ -98,8 +98,13 @@ async def deliver_or_propose(
 ) -> ApplyOutcome | None:
     """The end of every run that made a change set (`nagent.edit`, a recipe's new `fileText`): kept as a proposal
     awaiting review (`preview`: confirmEdits or the argument) or applied as one change. `result` and the run's
-    conversation say which; the progress ends with it. Returns the outcome of an applied change (None: proposed)."""
+    conversation say which; the progress ends with it. Returns the outcome of an applied change (None: proposed).
+    A change to a file a tool runs by itself later (`reviewAlways`, an exec bit) is always proposed."""
     result["files"] = []
+    must = must_review(session, changes)
+    if must:
+        result["reviewRequired"] = must
+        preview = True
     if preview:
         proposal = propose(
             session, port, state_root, changes, request=request, conversation=result["conversation"], target=target
@@ -124,6 +129,14 @@ async def deliver_or_propose(
         convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
     port.end_progress(progress, "applied" if applied.applied else result["reason"])
     return applied
+
+
+def must_review(session: Session, changes: Sequence[FileChange]) -> list[str]:
+    """Why this change set must be reviewed whatever confirmEdits or preview say (DESIGN §12); [] when it need not."""
+    from nagent_lsp.agent.write_policy import review_reason
+
+    folders, globs = session.workspace_folders, session.settings.reviewAlways
+    return [why for change in changes if (why := review_reason(change.path, folders, globs))]
 
 
 def files_result(files: Iterable[FileOutcome]) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ class Session:
     environ: Mapping[str, str] | None = None  # None: the process's own, with its held key variables
     settings: Settings = field(default_factory=Settings)
     config_sources: tuple[str, ...] = ("defaults",)
+    setting_origins: Mapping[str, str] = field(default_factory=dict)  # flat key -> the source of its value
     conversation_stores: dict[str, ConversationStore] = field(default_factory=dict)
     history_services: dict[tuple[str, str], HistoryService] = field(default_factory=dict)
     # told of every history service's build progress (the LSP layer turns it into $/progress)
@@ -57,6 +58,7 @@ class Session:
         )
         self.settings = resolved.settings
         self.config_sources = resolved.sources
+        self.setting_origins = resolved.origins
         if self.environ is None:
             # The variable apiKeyEnv names is a secret from now on, whatever its name: out of os.environ, so no
             # subprocess inherits it; settings and the model still read it (core.secret_env.process_environ).

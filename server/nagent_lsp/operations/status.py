@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp import __version__
+from nagent_lsp.config.settings import flatten
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.llm.models import model_settings, summary_settings
 from nagent_lsp.llm.openai_chat import strip_userinfo
@@ -26,10 +27,17 @@ def status(session: Session) -> dict[str, Any]:
         "modelConfigured": used.model_configured(session.environ),
         "apiKeyEnv": used.apiKeyEnv,
         "configSources": list(session.config_sources),
+        "settingSources": setting_sources(session),
         "workspaceFolders": [str(p) for p in session.workspace_folders],
         "settings": {**s.public(), "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None},
         "history": history_status(session),
     }
+
+
+def setting_sources(session: Session) -> dict[str, str]:
+    """Where each effective value came from: `defaults`, or the source that set it (`user (~/.nagent/config.json)`,
+    `repository (<repo>/.nagent/config.json)`, …) — so a user sees what a repository's config changed."""
+    return {key: session.setting_origins.get(key, "defaults") for key in flatten(session.settings.public())}
 
 
 def history_status(session: Session) -> dict[str, Any]:

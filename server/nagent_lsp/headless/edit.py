@@ -31,6 +31,8 @@ def run_edit(args: argparse.Namespace) -> int:
         if result.get("proposal"):
             from nagent_lsp.headless.review import ask_per_hunk
 
+            for why in result.get("reviewRequired", []):  # files a tool runs later: reviewed whatever --review says
+                print(f"review required: {why}", file=sys.stderr)
             resolved = await ask_per_hunk(session, port, result["proposal"])
             if resolved is not None:
                 rejected = ", ".join(resolved["rejected"]) or "none"

@@ -276,6 +276,7 @@
 
 (require 'nagent-ui-tests)
 (require 'nagent-code-action-tests)
+(require 'nagent-trust-tests)
 
 (provide 'nagent-tests)
 ;;; nagent-tests.el ends here

@@ -1079,6 +1079,130 @@ vim.cmd("qall!")
   assert(ok, err)
 end)
 
+-- ------------------------------------------------------------------ trust in a repository's definitions
+
+-- A repository recipe whose only step is a command: it runs only once the user trusts the repository.
+local TRUST_RECIPE = table.concat({
+  "description: Shout the request",
+  "steps:",
+  "  - step: shout",
+  "    inputs: [userRequest]",
+  "    outputs: {loud: string}",
+  '    command: [python3, -c, "import sys; print(sys.argv[1].upper())", "{{userRequest}}"]',
+  "",
+}, "\n")
+
+-- nagent.execute(command, argument) for the test's buffer, waited for: err, result.
+local function call(ctx, command, argument)
+  local done, err, res = false, nil, nil
+  nagent.execute(command, argument, function(e, r)
+    done, err, res = true, e, r
+  end, ctx.bufnr)
+  assert(vim.wait(60000, function()
+    return done
+  end, 20), "no reply to " .. command)
+  return err, res
+end
+
+local function trust_status(ctx)
+  local err, res = call(ctx, "nagent.trust.status", { uri = vim.uri_from_bufnr(ctx.bufnr) })
+  assert(not err, "nagent.trust.status: " .. vim.inspect(err))
+  return res
+end
+
+-- The repository recipe x run on the buffer: the error's message, or the result.
+local function run_x(ctx)
+  local err, res = call(ctx, "nagent.recipe.run", { uri = vim.uri_from_bufnr(ctx.bufnr), recipe = "x", request = "quiet words" })
+  return err and tostring(err.message) or res
+end
+
+-- Run `ex` with vim.ui.select answering `answer`; returns what was asked (prompt, items, the float's text).
+local function answering(answer, ex, command)
+  local saved = vim.ui.select
+  local asked = {}
+  vim.ui.select = function(items, opts, on_choice)
+    local win = require("nagent.ui").float_win()
+    local shown = win and table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false), "\n")
+    table.insert(asked, { items = items, prompt = opts.prompt, shown = shown })
+    on_choice(answer)
+  end
+  local ok, res = pcall(run, ex, command)
+  vim.ui.select = saved
+  assert(ok, res)
+  return asked, res
+end
+
+file_test(":NagentTrust lists the files, asks; Cancel changes nothing, Trust is recorded and the recipe's command runs; :NagentTrustRevoke undoes it",
+  { settings = { shell = "allow" } }, { "nagent.trust.status", "nagent.trust", "nagent.trust.revoke" }, function(ctx)
+  write(ctx.repo .. "/.nagent/recipes/x.yaml", TRUST_RECIPE)
+  local before = trust_status(ctx)
+  assert_eq(before.trusted, false, "trusted at first")
+  assert(type(before.hash) == "string", "no hash: " .. vim.inspect(before))
+  assert(vim.tbl_contains(vim.tbl_map(function(f)
+    return (f:gsub("^.*recipes/", "recipes/"))
+  end, before.files), "recipes/x.yaml"), "files: " .. vim.inspect(before.files))
+  assert_match(run_x(ctx), "trust", "the untrusted recipe's refusal")
+
+  local asked = answering("Cancel", "NagentTrust", "nagent.trust.status")
+  assert_eq(#asked, 1, "questions")
+  assert_eq(asked[1].items, { "Trust", "Cancel" }, "choices")
+  assert_match(asked[1].prompt, "^Trust these %d+ nagent definition files? of ", "prompt")
+  assert_match(asked[1].shown, "recipes/x%.yaml", "the float")
+  assert_match(asked[1].shown, vim.pesc(before.hash:sub(1, 12)), "the float's hash")
+  assert_match(asked[1].shown, "command steps", "the float")
+  assert_eq(trust_status(ctx).trusted, false, "trusted after Cancel")
+
+  local _, res = answering("Trust", "NagentTrust", "nagent.trust")
+  assert_eq(res.trusted, true, "nagent.trust's answer")
+  assert_eq(res.hash, before.hash, "the hash trusted")
+  local after = trust_status(ctx)
+  assert_eq(after.trusted, true, "nagent.trust.status after Trust")
+  local ran = run_x(ctx)
+  assert(type(ran) == "table", "the trusted recipe did not run: " .. vim.inspect(ran))
+  assert_eq(vim.trim(tostring(ran.outputs.loud)), "QUIET WORDS", "the command step's output")
+
+  -- trusted: :NagentTrust does not ask again
+  asked = answering("Trust", "NagentTrust", "nagent.trust.status")
+  assert_eq(#asked, 0, "asked again about a trusted repository")
+
+  local revoked = run("NagentTrustRevoke", "nagent.trust.revoke")
+  assert_eq(revoked.trusted, false, "nagent.trust.revoke's answer")
+  assert_eq(trust_status(ctx).trusted, false, "nagent.trust.status after revoke")
+  assert_match(run_x(ctx), "trust", "the recipe after revoke")
+end)
+
+file_test(":NagentTrust refuses when the files change while it asks (the hash shown is sent)", {},
+  { "nagent.trust.status", "nagent.trust" }, function(ctx)
+  local recipe = ctx.repo .. "/.nagent/recipes/x.yaml"
+  write(recipe, TRUST_RECIPE)
+  local saved = vim.ui.select
+  vim.ui.select = function(_, _, on_choice)
+    write(recipe, TRUST_RECIPE .. "# changed while asking\n")
+    on_choice("Trust")
+  end
+  nagent.last["nagent.trust"] = nil
+  vim.cmd("NagentTrust")
+  local replied = vim.wait(60000, function()
+    return nagent.last["nagent.trust"] ~= nil
+  end, 20)
+  vim.ui.select = saved
+  assert(replied, "no reply to nagent.trust")
+  assert_match(tostring((nagent.last["nagent.trust"].err or {}).message), "changed", "the refusal")
+  assert_eq(trust_status(ctx).trusted, false, "trusted although the files changed")
+end)
+
+test("a headless :NagentTrust without a picker trusts nothing (nobody to ask)", function()
+  with_file({}, function(ctx)
+    require_command(ctx, "nagent.trust.status")
+    write(ctx.repo .. "/.nagent/recipes/x.yaml", TRUST_RECIPE)
+    nagent.last["nagent.trust"] = nil
+    local res = run("NagentTrust", "nagent.trust.status")
+    assert_eq(res.trusted, false, "status")
+    assert(nagent.last["nagent.trust"] == nil, "nagent.trust was sent")
+    assert_eq(trust_status(ctx).trusted, false, "trusted")
+  end)
+end)
+
 -- ------------------------------------------------------------------ runner
 
 local filter = os.getenv("NAGENT_TEST_FILTER")

@@ -488,6 +488,7 @@ end
 
 local conversation = require("nagent.conversation")
 local review = require("nagent.review")
+local trust = require("nagent.trust")
 
 -- The options of a command (never nil) and the buffer it acts on: opts.bufnr, else the current one.
 local function target(options)
@@ -881,6 +882,16 @@ function M.status(callback)
   end, callback)
 end
 
+--- :NagentTrust — show what this repository's .nagent/ defines and trust it (lua/nagent/trust.lua).
+function M.trust(options, callback)
+  trust.trust(options, callback)
+end
+
+--- :NagentTrustRevoke — revoke the trust in this repository's definitions.
+function M.trust_revoke(options, callback)
+  trust.revoke(options, callback)
+end
+
 -- ---------------------------------------------------------------- code actions (vim.lsp.commands)
 
 -- What vim.lsp.buf.code_action() runs for nagent's actions: the plugin asks for a request and shows results.
@@ -1008,6 +1019,14 @@ function M.create_commands()
   command("NagentCancel", function()
     M.cancel()
   end, { desc = "nagent: cancel the running command" })
+
+  command("NagentTrust", function()
+    M.trust()
+  end, { desc = "nagent: show this repository's nagent definitions and trust them" })
+
+  command("NagentTrustRevoke", function()
+    M.trust_revoke()
+  end, { desc = "nagent: revoke the trust in this repository's nagent definitions" })
 end
 
 return M

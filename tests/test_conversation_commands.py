@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from nagent_lsp.store.root import GITIGNORE
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo
 
@@ -38,7 +39,7 @@ async def test_open_shows_when_supported_and_always_returns_path(profile, worksp
         assert listed["files"][0]["fileId"] == f"{os.stat(target).st_dev}:{os.stat(target).st_ino}"
     index = (workspace / ".nagent" / "conversations" / "file-index.json").read_text()
     assert '"by_file_id"' in index
-    assert (workspace / ".nagent" / ".gitignore").read_text() == "cache/\nsplits/\n"
+    assert (workspace / ".nagent" / ".gitignore").read_text() == GITIGNORE
 
 
 async def test_clear_archives_and_save_load(workspace, editors, fake_model) -> None:

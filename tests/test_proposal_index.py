@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import pathlib
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every file under a proposals folder opened for reading, however it is read."""
     seen: list[str] = []
     real_open, real_read_text, real_read_bytes = builtins.open, pathlib.Path.read_text, pathlib.Path.read_bytes
+    real_os_open = os.open
 
     def note(path: object) -> None:
         if "/proposals/" in str(path):
@@ -73,7 +75,14 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         note(self)
         return real_read_bytes(self)
 
+    def counted_os_open(path, flags, *args, **kwargs):
+        # The bounded readers open with os.open (a folder opened to fsync a write is no read).
+        if not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and not os.path.isdir(path):
+            note(path)
+        return real_os_open(path, flags, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", counted_open)
+    monkeypatch.setattr(os, "open", counted_os_open)
     monkeypatch.setattr(pathlib.Path, "read_text", counted_read_text)
     monkeypatch.setattr(pathlib.Path, "read_bytes", counted_read_bytes)
     return seen

@@ -35,6 +35,7 @@ from nagent_lsp.store.splits import (
     remove_stale_segments,
     segment_path,
     split_dir_name,
+    verify_index,
     write_index,
     write_split,
 )
@@ -96,13 +97,14 @@ def load_trusted_split(
     known = splits_dir in roots
     if not known and (root_of is None or splits_dir.name != "splits" or not rules.allows(path)):
         raise outside
-    index = load_index(path)
+    index = load_index(path, verify=False)
     try:
         source = rules.confine(index["source_path"])
     except Refused as exc:
         raise UntrustedIndex(f"{raw} names a source that may not be read: {exc.reason}") from None
     if not known and root_of is not None and root_of(source).resolve() / "splits" != splits_dir:
         raise outside
+    verify_index(path, index)  # last: a refusal above names the more specific reason
     return TrustedSplit(path, index, source)
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.core.errors import UserError
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.headless.port import DiskPort
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
@@ -31,7 +32,7 @@ def run_review(args: argparse.Namespace) -> int:
 
             raise InvalidArgument("id", f"`review {args.action}` needs a proposal id (see `nagent-lsp review list`)")
         if args.action == "show":
-            print_json(review.review_show(session, port, ReviewIdArgs(args.id)))
+            print_json(await review.review_show(session, port, ReviewIdArgs(args.id)))
         elif args.action == "apply":
             accept = [h.strip() for h in args.accept.split(",") if h.strip()] if args.accept else None
             print_json(await review.review_apply(session, port, ReviewApplyArgs(args.id, accept)))
@@ -44,13 +45,14 @@ def run_review(args: argparse.Namespace) -> int:
 CONTEXT = 3  # lines shown around a hunk, as `git diff` does
 
 
-def file_lines(file: dict[str, Any]) -> list[str]:
-    """The file's current lines, read once for all its hunks (none for a new file or one that cannot be read)."""
+def file_lines(file: dict[str, Any], limit: int | None = None) -> list[str]:
+    """The file's current lines, read once for all its hunks through the bounded reader (none for a new file or
+    one that cannot be read, or is larger than `limit`: maxFileBytes)."""
     if file["created"]:
         return []
     try:
-        return split_lines(read_disk_text(Path(file["path"])))
-    except (OSError, UnicodeDecodeError):
+        return split_lines(read_disk_text(Path(file["path"]), limit=limit))
+    except (OSError, UserError):
         return []
 
 
@@ -83,7 +85,7 @@ async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any
     from nagent_lsp.operations import review
 
     for file in proposal["files"]:
-        lines = file_lines(file)
+        lines = file_lines(file, session.settings.maxFileBytes)
         for hunk in file["hunks"]:
             print(f"[{hunk['id']}] {shown_path(Path(file['path']))}{' (new file)' if file['created'] else ''}")
             print(hunk_diff(file, hunk, lines), end="")

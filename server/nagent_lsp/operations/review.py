@@ -13,6 +13,14 @@ against the text the run started from; their ids (`h1`, `h2`, … across the pro
 Every resolution appends a `<nagent-review-result>` block to the run's conversation naming the accepted hunks and
 the rejected ones with their text, so the next request knows what the user refused. While hunks are pending the
 port shows them (`EditorPort.publish_review`: Hint diagnostics over LSP).
+
+Trust (DESIGN §12): a proposal is only used when `store.proposals` verified this user's MAC on it; one that is
+not (a clone brought it, or it was edited) is never listed, shown, placed as a diagnostic, applied or discarded,
+and is reported once per server (`announce`). Every path of a proposal that is used is confined again, when it is
+used (`confine`): each file (and the target) inside a workspace folder by the read rules, not under a denyWrite
+pattern nor in the state root, a regular file or a new file; the conversation inside the state root's
+`conversations/`. The current text of each file is read through the bounded reader (`maxFileBytes`), off the
+event loop where the command is asynchronous.
 """
 
 from __future__ import annotations
@@ -20,20 +28,24 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
+import stat
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, denied_by
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, FileOutcome, Progress, ReviewMark
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
+from nagent_lsp.operations.buffers import workspace_of
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store import proposals
 from nagent_lsp.store.conversations import ConversationError, ConversationStore
-from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.store.patches import write_patch
 from nagent_lsp.tags.transcript import render_block
 from nagent_lsp.text.edits import split_lines, unified_diff
@@ -257,7 +269,15 @@ def propose(
     patch = change_patch(state_root, ((c.path, c.base_text, c.new_text, c.created) for c in changes))
     session.proposal_index(state_root).create(proposal, patch)
     publish(session, port, [f["uri"] for f in proposal["files"]])
-    return shown(proposal, port)
+    # The files were just read by the run, within maxFileBytes: their texts are taken here, on the loop.
+    rules = proposal_rules(session, state_root)
+    texts = {}
+    for change in changes:
+        try:
+            texts[str(change.path)] = _current(port, change.path, rules)[0]
+        except Refused:
+            texts[str(change.path)] = change.base_text
+    return shown(proposal, texts)
 
 
 def state_roots(session: Session, also: Path | None = None) -> list[Path]:
@@ -283,31 +303,175 @@ def pending_proposals(session: Session, also: Path | None = None) -> list[tuple[
     return [(root, p) for root in state_roots(session, also) for p in session.proposal_index(root).pending()]
 
 
-def _find(session: Session, proposal_id: str) -> tuple[Path, dict[str, Any]]:
-    """The pending proposal (a copy the caller may change) and its state root; InvalidArgument naming `id` when
-    there is no such proposal or it was resolved."""
+def _ignored(rejected: proposals.Rejected) -> str:
+    if rejected.foreign:
+        return (
+            f"proposal {rejected.id} was not made by this server for this user; it is ignored and left untouched "
+            f"({rejected.reason})"
+        )
+    return f"proposal {rejected.id} is ignored and left untouched: {rejected.reason}"
+
+
+def _find(session: Session, proposal_id: str) -> tuple[Path, dict[str, Any], Confined]:
+    """The pending proposal (a copy the caller may change), its state root and its paths confined for use;
+    InvalidArgument naming `id` when there is no such proposal, it was resolved, it is not this user's own (or
+    malformed), or one of its paths may not be used now."""
     if not proposals.valid_id(proposal_id):
         raise InvalidArgument("id", "is not a proposal id (they look like p20250101T120000Z-1a2b3c4d)")
     roots = state_roots(session)
     for root in roots:
-        for proposal in session.proposal_index(root).pending():
+        index = session.proposal_index(root)
+        for proposal in index.pending():
             if proposal["id"] == proposal_id:
-                return root, copy.deepcopy(proposal)
+                mine = copy.deepcopy(proposal)
+                return root, mine, confine(session, root, mine)
+        rejected = index.rejected(proposal_id)
+        if rejected is not None:
+            raise InvalidArgument("id", _ignored(rejected))
     for root in roots:
-        resolved = proposals.load(root, proposal_id)
-        if resolved is not None:
-            raise InvalidArgument("id", f"proposal {proposal_id} was already resolved ({resolved.get('status')})")
+        found = proposals.read(root, proposal_id)
+        if isinstance(found, proposals.Rejected):
+            raise InvalidArgument("id", _ignored(found))
+        if found is not None:
+            raise InvalidArgument("id", f"proposal {proposal_id} was already resolved ({found.get('status')})")
     raise InvalidArgument("id", f"no proposal {proposal_id} in this workspace")
 
 
-def _current(port: EditorPort, path: Path) -> tuple[str, bool]:
-    """The file's text as the user has it (buffer, else disk) and whether it exists."""
+# -- where a proposal's paths may point, checked when they are used ---------------------------------------
+MAX_PATH_CHARS = 4096  # PATH_MAX: a longer "path" is no file name
+
+
+@dataclass(frozen=True)
+class Confined:
+    """A proposal's paths as they may be used now: each file's (by its stored path), the target, the
+    conversation; and the read rules its files are read with."""
+
+    rules: ReadRules
+    files: dict[str, Path]
+    target: Path
+    conversation: Path
+
+
+def proposal_rules(session: Session, root: Path) -> ReadRules:
+    """The read rules of a state root's proposals: the workspace folders (none open: the root's repository)."""
+    settings = session.settings
+    return ReadRules.of(workspace_of(session, root), settings.denyRead, settings.maxFileBytes)
+
+
+def confine_file(session: Session, root: Path, rules: ReadRules, path_str: object) -> Path:
+    """Where a proposal's file may be read and written now (resolved), or `Refused`: inside a workspace folder
+    by the read rules, not its folder itself, not in the state root, under no denyWrite pattern (on every tail
+    of the path, as the model's writes are judged), an existing regular file or a new one whose existing parent
+    is a folder inside the workspace."""
+    if not isinstance(path_str, str) or not path_str or len(path_str) > MAX_PATH_CHARS:
+        raise Refused("a file path is empty, not a string or too long to be a path")
+    if not os.path.isabs(path_str):
+        raise Refused(f"{path_str[:200]!r} is not an absolute path")
+    resolved = rules.confine(path_str)
+    folder = containing_folder(resolved, rules.folders)
+    if folder is None or resolved == folder:
+        raise Refused(f"{path_str} is a workspace folder, not a file")
+    state = root.resolve()
+    if resolved == state or state in resolved.parents:
+        raise Refused(f"{path_str} is in nagent's state folder {state}")
+    lexical = Path(os.path.normpath(path_str))
+    for candidate in (resolved, lexical):
+        base = containing_folder(candidate, rules.folders)
+        if base is None:
+            continue
+        relative = PurePosixPath(candidate.relative_to(base).as_posix())
+        for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
+            glob = denied_by(tail, session.settings.denyWrite)
+            if glob is not None:
+                raise Refused(f"{path_str} matches the denyWrite pattern {glob!r}")
+    try:
+        info = os.stat(resolved)
+    except FileNotFoundError:
+        parent = resolved.parent
+        while parent != folder and not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise Refused(f"{path_str} cannot be created ({parent} is not a folder)") from None
+        return resolved
+    except OSError as exc:
+        raise Refused(f"{path_str} cannot be examined ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise Refused(f"{path_str} is not a regular file")
+    return resolved
+
+
+def confine_conversation(root: Path, path_str: object) -> Path:
+    """The conversation a proposal's review is recorded in: a file inside the state root's `conversations/`
+    (resolved: no `..` nor link leads out of it), or `Refused`."""
+    if not isinstance(path_str, str) or not path_str or len(path_str) > MAX_PATH_CHARS or "\0" in path_str:
+        raise Refused("the conversation path is empty, not a string or too long to be a path")
+    conversations = (root / "conversations").resolve()
+    if not os.path.isabs(path_str):
+        raise Refused(f"the conversation path {path_str[:200]!r} is not absolute")
+    try:
+        resolved = Path(path_str).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise Refused(f"the conversation path {path_str[:200]} cannot be resolved ({exc})") from None
+    if conversations not in resolved.parents:
+        raise Refused(f"the conversation {path_str[:200]} is not inside {conversations}")
+    if resolved.exists() and not resolved.is_file():
+        raise Refused(f"the conversation {path_str[:200]} is not a regular file")
+    return resolved
+
+
+def confine(session: Session, root: Path, proposal: dict[str, Any]) -> Confined:
+    """Every path of a proposal as it may be used now; InvalidArgument naming `id` (nothing read or written)
+    when any may not: a MAC proves the server wrote the file, not that a folder was not swapped for a link
+    since."""
+    rules = proposal_rules(session, root)
+    try:
+        files = {f["path"]: confine_file(session, root, rules, f["path"]) for f in proposal["files"]}
+        target = confine_file(session, root, rules, proposal["target"])
+        conversation = confine_conversation(root, proposal["conversation"]["path"])
+    except Refused as exc:
+        raise InvalidArgument(
+            "id", f"proposal {proposal['id']} is refused: {exc.reason}; nothing was read or written"
+        ) from None
+    return Confined(rules, files, target, conversation)
+
+
+def _current(port: EditorPort, path: Path, rules: ReadRules) -> tuple[str, bool]:
+    """The file's text as the user has it (buffer, else the disk through the bounded reader, within
+    maxFileBytes) and whether it exists; `Refused` when it may not be read."""
     buffer = port.read_buffer(path)
     if buffer is not None:
         return buffer.text, True
-    if not path.exists():
-        return "", False
-    return read_disk_text(path), True
+    return _disk(path, rules)
+
+
+def _disk(path: Path, rules: ReadRules) -> tuple[str, bool]:
+    try:
+        return rules.read_text(path), True
+    except Refused as exc:
+        if exc.kind == "missing":
+            return "", False
+        raise
+
+
+async def _current_async(port: EditorPort, path: Path, rules: ReadRules) -> tuple[str, bool]:
+    """`_current` with the buffer taken on the loop (documents live there) and the disk read in a thread."""
+    buffer = port.read_buffer(path)
+    if buffer is not None:
+        return buffer.text, True
+    return await asyncio.to_thread(_disk, path, rules)
+
+
+async def _texts(port: EditorPort, proposal: dict[str, Any], confined: Confined) -> dict[str, str]:
+    """The current text of each file with a pending hunk, by stored path; UserError when one cannot be read."""
+    texts: dict[str, str] = {}
+    for file in proposal["files"]:
+        if not _pending(file):
+            continue
+        try:
+            texts[file["path"]] = (await _current_async(port, confined.files[file["path"]], confined.rules))[0]
+        except Refused as exc:
+            raise UserError(f"proposal {proposal['id']}: {exc.reason}") from None
+    return texts
 
 
 def _pending(file: dict[str, Any]) -> list[dict[str, Any]]:
@@ -320,15 +484,16 @@ def placed(file: dict[str, Any], hunks: Sequence[dict[str, Any]], current: str) 
     return place_hunks(file["baseText"], current, [LineHunk(h["start"], h["end"], h["oldText"], "") for h in hunks])
 
 
-def shown(proposal: dict[str, Any], port: EditorPort) -> dict[str, Any]:
-    """`nagent.review.show`: the pending hunks, their ranges in each document's current text (whole lines), and
-    whether each still applies (`applies: false`: its lines changed since; the range says where they were)."""
+def shown(proposal: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
+    """`nagent.review.show`: the pending hunks, their ranges in each document's current text (`texts`, by stored
+    path; whole lines), and whether each still applies (`applies: false`: its lines changed since; the range says
+    where they were)."""
     files = []
     for file in proposal["files"]:
         hunks = _pending(file)
         if not hunks:
             continue
-        current, _ = _current(port, Path(file["path"]))
+        current = texts.get(file["path"], file["baseText"])
         shown_hunks = []
         for hunk, where in zip(hunks, placed(file, hunks, current), strict=True):
             shown_hunks.append(
@@ -361,19 +526,26 @@ def marks_for(session: Session, port: EditorPort | None, uri: str, text: str | N
     marks: list[ReviewMark] = []
     path = uri_to_path(uri)
     also = session.state_root(path).path if path is not None else None
-    for _root, proposal in pending_proposals(session, also):
+    rules: dict[Path, ReadRules] = {}
+    for root, proposal in pending_proposals(session, also):
         for file in proposal["files"]:
             if file["uri"] != uri and (path is None or file["path"] != str(path)):
                 continue
             hunks = _pending(file)
             if not hunks:
                 continue
-            if text is not None:
-                current = text
-            elif port is not None:
-                current = _current(port, Path(file["path"]))[0]
-            else:
-                current = file["baseText"]
+            root_rules = rules.get(root) or rules.setdefault(root, proposal_rules(session, root))
+            try:
+                where_now = confine_file(session, root, root_rules, file["path"])
+                if text is not None:
+                    current = text
+                elif port is not None:
+                    current = _current(port, where_now, root_rules)[0]
+                else:
+                    current = file["baseText"]
+            except Refused as exc:
+                log.info("the hunks of proposal %s are not shown on %s: %s", proposal["id"], uri, exc.reason)
+                continue
             for hunk, where in zip(hunks, placed(file, hunks, current), strict=True):
                 first = next((line.strip() for line in split_lines(hunk["newText"]) if line.strip()), "")
                 message = f"nagent proposes: {first[:120]}" if first else "nagent proposes to delete these lines"
@@ -392,8 +564,33 @@ def publish(session: Session, port: EditorPort, uris: Iterable[str]) -> None:
             log.info("could not show the review of %s: %s", uri, exc)
 
 
+# -- proposals this server did not make -------------------------------------------------------------------
+def announce(session: Session, port: EditorPort, also: Path | None = None) -> list[str]:
+    """Report, once per server, the pending-marked proposals that are not used: those this server did not make
+    for this user (one message per state root) and malformed ones of its own (one each). Returns the messages
+    (each also goes to `port.log` as a warning: the editor's window message, the CLI's stderr)."""
+    messages: list[str] = []
+    for root in state_roots(session, also):
+        fresh = session.proposal_index(root).unreported()
+        foreign = [r for r in fresh if r.foreign]
+        if foreign:
+            names = ", ".join(r.id for r in foreign)
+            plural = "s" if len(foreign) != 1 else ""
+            text = (
+                f"ignored {len(foreign)} proposal{plural} this server did not make: {names} "
+                f"(in {root / proposals.PROPOSALS}; left untouched)"
+            )
+            unchecked = next((r.reason for r in foreign if "cannot be checked" in r.reason), None)
+            messages.append(text + (f"; {unchecked}" if unchecked else ""))
+        messages += [f"ignored proposal {r.id}: {r.reason} (left untouched)" for r in fresh if not r.foreign]
+    for message in messages:
+        port.log("warning", message)
+    return messages
+
+
 # -- the commands -----------------------------------------------------------------------------------------
 def review_list(session: Session, port: EditorPort, args: NoArgs) -> dict[str, Any]:
+    announce(session, port)
     return {
         "proposals": [
             {
@@ -408,9 +605,10 @@ def review_list(session: Session, port: EditorPort, args: NoArgs) -> dict[str, A
     }
 
 
-def review_show(session: Session, port: EditorPort, args: ReviewIdArgs) -> dict[str, Any]:
-    _root, proposal = _find(session, args.id)
-    return shown(proposal, port)
+async def review_show(session: Session, port: EditorPort, args: ReviewIdArgs) -> dict[str, Any]:
+    announce(session, port)
+    _root, proposal, confined = _find(session, args.id)
+    return shown(proposal, await _texts(port, proposal, confined))
 
 
 def _lock(proposal_id: str) -> asyncio.Lock:
@@ -434,9 +632,10 @@ def _check_hunks(proposal: dict[str, Any], wanted: list[str] | None, field: str)
 
 
 async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs) -> dict[str, Any]:
+    announce(session, port)
     _find(session, args.id)  # a bad id fails before a lock is made for it
     async with _lock(args.id):
-        root, proposal = _find(session, args.id)  # again: another command may have resolved it meanwhile
+        root, proposal, confined = _find(session, args.id)  # again: another command may have resolved it meanwhile
         accept = _check_hunks(proposal, args.accept, "accept")
         changes: list[FileChange] = []
         conflicts: list[str] = []
@@ -444,8 +643,11 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
             chosen = [h for h in _pending(file) if h["id"] in accept]
             if not chosen:
                 continue
-            path = Path(file["path"])
-            current, exists = _current(port, path)
+            path = confined.files[file["path"]]
+            try:
+                current, exists = await _current_async(port, path, confined.rules)
+            except Refused as exc:
+                raise UserError(f"proposal {proposal['id']}: {exc.reason}; nothing was applied") from None
             hunks = [LineHunk(h["start"], h["end"], h["oldText"], h["newText"]) for h in chosen]
             base = file["baseText"]
             if file["created"] and not exists:
@@ -458,7 +660,7 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
                 changes.append(
                     FileChange(
                         path=path,
-                        uri=buffer.uri if buffer is not None else file["uri"],
+                        uri=buffer.uri if buffer is not None else path.as_uri(),
                         base_text=current,
                         new_text=merged,
                         base_version=buffer.version if buffer is not None else None,
@@ -472,7 +674,7 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
             result["reason"] = f"conflict: {named} no longer applied (the file changed beyond merge); " + (
                 "the other accepted hunks were applied" if changes else "nothing was applied"
             )
-        target = Path(proposal["target"])
+        target = confined.target
         patch_path: Path | None = None
         outcome_files: tuple[FileOutcome, ...] = ()
         if changes:
@@ -483,7 +685,7 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
                 changes,
                 target=target,
                 request=proposal["request"],
-                conversation=Path(proposal["conversation"]["path"]).name,
+                conversation=confined.conversation.name,
             )
             if not outcome.applied:
                 return {**result, "conflicts": [], "reason": outcome.reason or "not applied"}
@@ -509,15 +711,16 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
         result["pending"] = [h["id"] for f in proposal["files"] for h in _pending(f)]
         _finish(proposal)
         session.proposal_index(root).save(proposal)
-        await _record_review(session, port, proposal, accepted, rejected, conflicted)
+        await _record_review(session, port, proposal, confined, accepted, rejected, conflicted)
         publish(session, port, [f["uri"] for f in proposal["files"]] + [f.uri for f in outcome_files])
         return result
 
 
 async def review_discard(session: Session, port: EditorPort, args: ReviewDiscardArgs) -> dict[str, Any]:
+    announce(session, port)
     _find(session, args.id)
     async with _lock(args.id):
-        root, proposal = _find(session, args.id)
+        root, proposal, confined = _find(session, args.id)
         chosen = _check_hunks(proposal, args.hunks, "hunks")
         rejected = []
         for file in proposal["files"]:
@@ -527,7 +730,7 @@ async def review_discard(session: Session, port: EditorPort, args: ReviewDiscard
                     rejected.append((file, hunk))
         _finish(proposal)
         session.proposal_index(root).save(proposal)
-        await _record_review(session, port, proposal, [], rejected, [])
+        await _record_review(session, port, proposal, confined, [], rejected, [])
         publish(session, port, [f["uri"] for f in proposal["files"]])
         return {
             "rejected": [h["id"] for _f, h in rejected],
@@ -552,6 +755,7 @@ async def _record_review(
     session: Session,
     port: EditorPort,
     proposal: dict[str, Any],
+    confined: Confined,
     accepted: list[dict[str, Any]],
     rejected: list[tuple[dict[str, Any], dict[str, Any]]],
     conflicted: list[tuple[dict[str, Any], dict[str, Any]]],
@@ -582,14 +786,13 @@ async def _record_review(
         "conflicts": " ".join(h["id"] for _f, h in conflicted),
     }
     block = render_block("nagent-review-result", "\n".join(lines), attrs)
-    path = Path(proposal["conversation"]["path"])
-    target = Path(proposal["target"])
+    path, target = confined.conversation, confined.target
     try:
         from nagent_lsp.operations.conversation import store_for
 
         store: ConversationStore = store_for(session, target)
         ref = store.resolve(target)
-        if ref.conversation_path != path:  # the file's conversation was cleared or loaded since: write where it was
+        if ref.conversation_path.resolve() != path:  # the conversation was cleared or loaded since: write where it was
             ConversationFile.open(path, port).append(block)
             return
         async with store.lock_for(ref):

@@ -7,10 +7,12 @@ An index is the server's own only when it says so and where it says so: every in
 carries `written_by: "nagent-lsp"` and `split_folder_id`, the device and inode of the folder it was written
 into. `load_index` refuses an index without both, or whose folder is not that folder: a copy of a split
 committed to a repository, unpacked from an archive or planted beside a user's file lives in a folder with
-another inode, and a repository cannot choose the inode its checkout gets. (No HMAC: a key file would sit
-where the model's shell can read it, so it would prove no more than this does, and it would be one more
-secret to keep.) Every segment path must lie directly inside the index's folder. Cleanup deletes only
-files the old index listed there.
+another inode, and a repository cannot choose the inode its checkout gets — but a checkout can happen to
+reuse a freed inode. So the index also carries this user's MAC (`store.provenance`, domain "split-index")
+over everything else in it, the stamp included: a copied, committed or edited index is refused even when the
+inodes match. (The secret lives in `~/.nagent/`, outside every repository; a model command with `shell: allow`
+runs as the user and could read it, but such a command can write any file anyway.) Every segment path must lie
+directly inside the index's folder. Cleanup deletes only files the old index listed there.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from typing import Any
 
 from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.identity import file_id_for, short_slug
+from nagent_lsp.store import provenance
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
 from nagent_lsp.store.files import FileTooLarge, NotRegularFile, read_regular_bytes
 
 INDEX = "index.json"
 WRITER = "nagent-lsp"
 INDEX_MAX_BYTES = 16 * 1024 * 1024  # an index of a 50 MiB file is a few hundred KiB
+MAC_KIND = "split-index"
 
 
 class UntrustedIndex(SplitError):
@@ -45,6 +49,28 @@ class SplitResult:
 def _stamp(index_path: Path, index: dict[str, Any]) -> None:
     index["written_by"] = WRITER
     index["split_folder_id"] = file_id_for(index_path.parent)
+    index["mac"] = provenance.mac(MAC_KIND, _canonical(index))
+
+
+def _canonical(index: dict[str, Any]) -> bytes:
+    """What the MAC covers: every field but `mac`, in one spelling."""
+    body = {k: v for k, v in index.items() if k != "mac"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def verify_index(index_path: Path, index: dict[str, Any]) -> None:
+    """UntrustedIndex unless the index carries this user's MAC over its content."""
+    try:
+        genuine = provenance.verify(MAC_KIND, _canonical(index), index.get("mac"))
+    except provenance.ProvenanceError as exc:
+        raise UntrustedIndex(f"{index_path} cannot be checked, so it is not trusted: {exc.message}") from None
+    except (TypeError, ValueError, RecursionError):
+        genuine = False
+    if not genuine:
+        raise UntrustedIndex(
+            f"{index_path} was not written by nagent-lsp for you, or was changed since (its MAC does not verify), "
+            "so it is not trusted; split the file again"
+        )
 
 
 def write_index(index_path: Path, index: dict[str, Any]) -> None:
@@ -104,9 +130,11 @@ def read_index_file(index_path: Path) -> Any:
         raise SplitError(f"index is not valid JSON: {index_path}: {exc}") from None
 
 
-def load_index(index_path: Path) -> dict[str, Any]:
+def load_index(index_path: Path, *, verify: bool = True) -> dict[str, Any]:
     """A split index the server wrote, with every segment inside its folder; SplitError (UntrustedIndex for a
-    foreign one) otherwise. Where the folder may be is the caller's rule (agent.splits.load_trusted_split)."""
+    foreign one) otherwise. Where the folder may be is the caller's rule (agent.splits.load_trusted_split).
+    `verify=False` leaves the MAC to the caller (`verify_index`), who checks more first: the more specific
+    refusal (a segment or source outside) is the one reported."""
     index_path = Path(index_path)
     index = read_index_file(index_path)
     if not isinstance(index, dict):
@@ -133,6 +161,8 @@ def load_index(index_path: Path) -> dict[str, Any]:
         ):
             raise SplitError(f"index.json segment {position} needs start_line_num, end_line_num and path")
         segment_path(folder, entry)
+    if verify:
+        verify_index(index_path, index)
     return index
 
 

@@ -2,7 +2,10 @@
 diagnostics (the zero-plugin review; its code actions are in operations/code_actions.py): when it is opened, and
 again a moment after the user stops typing in it, each hunk re-placed in the current text
 (`operations.review.marks_for`). A hunk whose lines the user changed stays shown where they were, saying it no
-longer applies."""
+longer applies.
+
+Proposals this server did not make (a clone brought them) are never shown; each is reported once per server as a
+window message (`operations.review.announce`, through `ReviewPort.log`)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
@@ -25,26 +29,37 @@ SETTLE = 0.25  # seconds without a change to a document before its pending hunks
 # Operations are imported when first used: start-up answers `initialize` without loading the edit loop.
 
 
+class ReviewPort(LspPort):
+    """The editor port of the review commands: a warning (a proposal this server did not make, ignored) is also
+    shown to the user as a window message, not only logged. Used on the event loop only."""
+
+    def log(self, level: str, message: str) -> None:
+        super().log(level, message)
+        if level in ("warning", "error"):
+            kind = types.MessageType.Warning if level == "warning" else types.MessageType.Error
+            self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
 def register(server: NagentServer) -> None:
     async def run_list(ls: NagentServer, args: NoArgs) -> dict[str, Any]:
         from nagent_lsp.operations import review
 
-        return review.review_list(ls.session, LspPort(ls), args)
+        return review.review_list(ls.session, ReviewPort(ls), args)
 
     async def run_show(ls: NagentServer, args: ReviewIdArgs) -> dict[str, Any]:
         from nagent_lsp.operations import review
 
-        return review.review_show(ls.session, LspPort(ls), args)
+        return await review.review_show(ls.session, ReviewPort(ls), args)
 
     async def run_apply(ls: NagentServer, args: ReviewApplyArgs) -> dict[str, Any]:
         from nagent_lsp.operations import review
 
-        return await review.review_apply(ls.session, LspPort(ls), args)
+        return await review.review_apply(ls.session, ReviewPort(ls), args)
 
     async def run_discard(ls: NagentServer, args: ReviewDiscardArgs) -> dict[str, Any]:
         from nagent_lsp.operations import review
 
-        return await review.review_discard(ls.session, LspPort(ls), args)
+        return await review.review_discard(ls.session, ReviewPort(ls), args)
 
     register_command(server, "nagent.review.list", NoArgs, run_list)
     register_command(server, "nagent.review.show", ReviewIdArgs, run_show)
@@ -74,9 +89,12 @@ async def show_pending(ls: NagentServer, uri: str) -> None:
     from nagent_lsp.operations import review
 
     try:
-        port = LspPort(ls)
+        port = ReviewPort(ls)
+        path = uri_to_path(uri)
+        also = ls.session.state_root(path).path if path is not None else None
         marks = await asyncio.to_thread(review.marks_for, ls.session, port, uri)
         if marks or port.shows_review(uri):
             port.publish_review(uri, marks)
+        review.announce(ls.session, port, also)  # on the loop: it may send a window message
     except Exception as exc:  # the review display is a help: never fail the didOpen or didChange
         log.info("could not show pending proposals of %s: %s", uri, exc)

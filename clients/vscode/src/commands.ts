@@ -48,7 +48,9 @@ import {
   SplitResult,
   StatusResult,
   SummarizeResult,
+  TrustResult,
 } from './pure/protocol';
+import { alreadyTrusted, nothingToTrust, trustArgs, trustOutcome, trustPrompt } from './pure/trust';
 import { describeLaunch } from './pure/serverCommand';
 import { Commands } from './pure/ids';
 import { DocumentSnapshot, TestReporter } from './pure/testReport';
@@ -112,6 +114,8 @@ export class CommandHandlers {
       [Commands.showStatus, () => this.showStatus()],
       [Commands.restart, () => this.restart()],
       [Commands.showLog, async () => this.nc.log.show()],
+      [Commands.trustRepository, () => this.trustRepository()],
+      [Commands.revokeRepositoryTrust, () => this.revokeRepositoryTrust()],
     ];
     const disposables = table.map(([id, fn]) => api.commands.register(id, (...args: unknown[]) => this.run(id, () => fn(...args))));
     return [...disposables, this.panels, this.review, this.conversations];
@@ -550,6 +554,45 @@ export class CommandHandlers {
     await this.nc.restart();
     this.notify({ level: 'info', message: 'nagent: server restarted.' });
     return { launch: this.nc.launch ? describeLaunch(this.nc.launch) : undefined, serverCommands: this.nc.serverCommands() };
+  }
+
+  // ----- trust in a repository's definitions (DESIGN §12) -------------------------------------
+
+  /** The active file (its repository is meant), else nothing: the server takes the first workspace folder. */
+  private trustTarget(): Record<string, unknown> {
+    const doc = api.activeEditor()?.document;
+    return trustArgs(doc && doc.uri.scheme === 'file' ? doc.uri.toString() : undefined);
+  }
+
+  /** Show what the repository defines and what trusting allows; trust it when the user says so. */
+  async trustRepository(): Promise<{ status: TrustResult; result?: TrustResult }> {
+    await this.nc.ensure();
+    const args = this.trustTarget();
+    const status = await this.nc.request<TrustResult>(ServerCommands.trustStatus, args);
+    if (nothingToTrust(status)) {
+      this.notify({ level: 'info', message: trustOutcome(status) });
+      return { status };
+    }
+    if (alreadyTrusted(status)) {
+      this.notify({ level: 'info', message: trustOutcome(status) }, { title: 'Revoke', run: () => api.commands.execute(Commands.revokeRepositoryTrust) });
+      return { status };
+    }
+    const { message, detail } = trustPrompt(status);
+    // the report lets the e2e test see what the modal was asked to show before it answers it
+    this.report('trustPrompt', true, { message, detail, status });
+    const choice = await api.showModalWarningDetail(message, detail, 'Trust');
+    if (choice !== 'Trust') throw new Dismissed();
+    // the hash the user saw: the server refuses when the files changed while the modal was open
+    const result = await this.nc.request<TrustResult>(ServerCommands.trust, { ...args, hash: status.hash });
+    this.notify({ level: result.trusted ? 'info' : 'warning', message: trustOutcome(result) });
+    return { status, result };
+  }
+
+  async revokeRepositoryTrust(): Promise<TrustResult> {
+    await this.nc.ensure();
+    const result = await this.nc.request<TrustResult>(ServerCommands.trustRevoke, this.trustTarget());
+    this.notify({ level: 'info', message: trustOutcome(result) });
+    return result;
   }
 
   // ----- server commands run by VS Code itself (code actions) ---------------------------------

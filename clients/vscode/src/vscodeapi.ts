@@ -125,6 +125,11 @@ export function showModalWarning(message: string, ...items: string[]): Thenable<
   return vscode.window.showWarningMessage(message, { modal: true }, ...items);
 }
 
+/** A modal warning with a longer detail under its message (e.g. a list of files). */
+export function showModalWarningDetail(message: string, detail: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showWarningMessage(message, { modal: true, detail }, ...items);
+}
+
 export function showErrorMessage(message: string, ...items: string[]): Thenable<string | undefined> {
   return vscode.window.showErrorMessage(message, ...items);
 }

@@ -26,4 +26,6 @@ export const Commands = {
   restart: 'nagent.vscode.restart',
   showLog: 'nagent.vscode.showLog',
   installHelp: 'nagent.vscode.installHelp',
+  trustRepository: 'nagent.vscode.trustRepository',
+  revokeRepositoryTrust: 'nagent.vscode.revokeRepositoryTrust',
 } as const;

@@ -25,6 +25,9 @@ export const ServerCommands = {
   agentsList: 'nagent.agents.list',
   recipesList: 'nagent.recipes.list',
   recipeRun: 'nagent.recipe.run',
+  trustStatus: 'nagent.trust.status',
+  trust: 'nagent.trust',
+  trustRevoke: 'nagent.trust.revoke',
 } as const;
 export type ServerCommand = (typeof ServerCommands)[keyof typeof ServerCommands];
 
@@ -229,6 +232,19 @@ export interface SummarizeResult {
   summary: string;
   mode: 'inline' | 'split' | string;
   cached: boolean;
+}
+
+/** `nagent.trust.status` / `nagent.trust` / `nagent.trust.revoke`: the user's trust in a repository's definitions. */
+export interface TrustResult {
+  stateRoot: string;
+  trusted: boolean;
+  /** Hash of the repository's definitions; null when it defines nothing. */
+  hash: string | null;
+  /** The files the hash covers, relative to the state root. */
+  files: string[];
+  /** The user trusted an earlier version of these files (any change revokes the trust). */
+  changedSinceTrusted: boolean;
+  message: string;
 }
 
 export interface ConversationOpenResult {

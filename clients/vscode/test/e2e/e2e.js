@@ -18,6 +18,7 @@
  *   NAGENT_REPO_ROOT       repository root (default: four levels up from this file)
  *   NAGENT_E2E_ARTIFACTS   folder for screenshots and logs (default: a temp folder, kept on failure)
  *   NAGENT_E2E_ALLOW_MISSING=1  skip (instead of fail) steps whose server command is not registered yet
+ *   NAGENT_E2E_ONLY        run only the steps whose name contains this text (and the activation step)
  *   CHROMIUM               browser executable (default /usr/bin/chromium)
  */
 'use strict';
@@ -32,6 +33,7 @@ const REPO = path.resolve(process.env.NAGENT_REPO_ROOT || path.join(__dirname, '
 const CS_BIN = mustEnv('NAGENT_CS_BIN');
 const VSIX = path.resolve(mustEnv('NAGENT_VSIX'));
 const ALLOW_MISSING = process.env.NAGENT_E2E_ALLOW_MISSING === '1';
+const ONLY = process.env.NAGENT_E2E_ONLY || '';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const MODEL = 'scripted-e2e-model';
 const REQUEST = 'rename greet to welcome and use an f-string';
@@ -69,6 +71,7 @@ const results = [];
 
 async function step(name, fn, { needs } = /** @type {{needs?: string[]}} */ ({})) {
   const t0 = Date.now();
+  if (ONLY && results.length > 0 && !name.includes(ONLY)) return; // NAGENT_E2E_ONLY (the first step, activation, always runs)
   if (needs) {
     const missing = needs.filter((c) => !ctx.serverCommands.includes(c) && !(c === 'hover' && ctx.hoverProvider));
     if (missing.length) {
@@ -146,6 +149,9 @@ const RECIPE = {
     },
   ],
 };
+
+// A repository recipe with a command step: nothing of it runs until the user trusts the repository.
+const TRUST_RECIPE = 'description: Shout the request\nsteps:\n  - step: shout\n    inputs: [userRequest]\n    outputs: {loud: string}\n    command: [python3, -c, "import sys; print(sys.argv[1].upper())", "{{userRequest}}"]\n';
 
 function git(args, env = {}) {
   return cp.execFileSync('git', args, { cwd: ctx.ws, encoding: 'utf8', env: { ...process.env, ...env } });
@@ -1094,6 +1100,65 @@ async function runSteps() {
     assert(text.includes('EXPLANATION-77'), 'the Answers panel does not show the recipe output right after the run', text);
     await shot('recipe');
   }, { needs: ['nagent.recipes.list', 'nagent.recipe.run'] });
+
+  await step("Trust This Repository's Definitions… lists the files in a modal; Cancel changes nothing, Trust is recorded by the server, Revoke undoes it", async () => {
+    const p = page();
+    fs.mkdirSync(path.join(ctx.ws, '.nagent', 'recipes'), { recursive: true });
+    fs.writeFileSync(path.join(ctx.ws, '.nagent', 'recipes', 'x.yaml'), TRUST_RECIPE);
+    await freshEditor('app.py');
+    const dialog = p.locator('.monaco-dialog-box');
+    const button = (label) => dialog.locator('.monaco-button', { hasText: new RegExp(`^${label}$`) }).first();
+
+    // 1. Cancel: dismissed, nothing recorded
+    mark();
+    await palette("nagent: Trust This Repository's Definitions");
+    const prompt = await waitFor('trustPrompt', 30000);
+    const listed = prompt.result.status.files || [];
+    assert(listed.some((f) => f.endsWith('recipes/x.yaml')), 'the repository recipe is not among the files to trust', listed);
+    assert(prompt.result.status.trusted === false, 'an untrusted repository is reported trusted', prompt.result.status);
+    await dialog.waitFor({ state: 'visible', timeout: 20000 });
+    const shown = await dialog.innerText();
+    const short = String(prompt.result.status.hash).slice(0, 12);
+    for (const needle of ['recipes/x.yaml', short, 'command steps', 'code actions', 'Trust', 'Cancel']) {
+      assert(shown.includes(needle), `the modal does not show "${needle}"`, shown);
+    }
+    await shot('trust-modal');
+    await button('Cancel').click();
+    const cancelled = await waitFor('nagent.vscode.trustRepository', 30000);
+    assert(cancelled.dismissed && !cancelled.result, 'Cancel did not dismiss the command', cancelled);
+
+    // 2. Trust: the server records it; asked again, the command says so without a modal
+    mark();
+    await palette("nagent: Trust This Repository's Definitions");
+    await waitFor('trustPrompt', 30000);
+    await dialog.waitFor({ state: 'visible', timeout: 20000 });
+    await button('Trust').click();
+    const trusted = await waitFor('nagent.vscode.trustRepository', 30000);
+    assert(trusted.ok, 'Trust failed', trusted.error);
+    assert(trusted.result.status.trusted === false, 'the status before trusting said trusted', trusted.result);
+    assert(trusted.result.result && trusted.result.result.trusted === true, 'nagent.trust did not answer trusted', trusted.result);
+    assert(trusted.result.result.hash === prompt.result.status.hash, 'the trusted hash is not the one shown', trusted.result);
+    mark();
+    await palette("nagent: Trust This Repository's Definitions");
+    const again = await waitFor('nagent.vscode.trustRepository', 30000);
+    assert(again.ok && again.result.status.trusted === true, 'nagent.trust.status does not report the repository trusted', again);
+    assert(!again.result.result, 'a trusted repository was asked about again', again.result);
+    assert(!readReport().slice(ctx.reportIndex).some((r) => r.event === 'trustPrompt'), 'a modal was shown for a trusted repository');
+    await shot('trust-trusted');
+
+    // 3. Revoke
+    mark();
+    await palette("nagent: Revoke Trust in This Repository's Definitions");
+    const revoked = await waitFor('nagent.vscode.revokeRepositoryTrust', 30000);
+    assert(revoked.ok && revoked.result.trusted === false, 'revoke did not answer untrusted', revoked);
+    mark();
+    await palette("nagent: Trust This Repository's Definitions");
+    const after = await waitFor('trustPrompt', 30000);
+    assert(after.result.status.trusted === false, 'nagent.trust.status still reports trusted after revoke', after.result.status);
+    await dialog.waitFor({ state: 'visible', timeout: 20000 });
+    await button('Cancel').click();
+    await waitFor('nagent.vscode.trustRepository', 30000);
+  }, { needs: ['nagent.trust.status', 'nagent.trust', 'nagent.trust.revoke'] });
 
   await step('the editor context menu has a "nagent" submenu with the edit commands', async () => {
     const p = page();

@@ -70,12 +70,17 @@ async def test_two_step_recipe_returns_both_outputs_and_records_each_step(worksp
     async with editors.open("vscode", workspace, model=True, init_options={"shell": "allow"}) as editor:
         editor.open(target)
         listed = await editor.command("nagent.recipes.list", {"uri": editor.uri(target)})
+        trusted = await editor.command("nagent.trust", {"uri": editor.uri(target)})  # it has a command step
+        relisted = await editor.command("nagent.recipes.list", {"uri": editor.uri(target)})
         result = await editor.command(
             "nagent.recipe.run", {"uri": editor.uri(target), "recipe": "shout", "request": "a greeting"}
         )
         assert not editor.recorded.apply_edits
     (entry,) = [r for r in listed["recipes"] if r["name"] == "shout"]
     assert entry["source"] == "workspace" and entry["needsRequest"] is True
+    assert entry["trusted"] is False and entry["shadowed"] is False
+    assert trusted["trusted"] is True and trusted["files"] == ["recipes/shout.json"]
+    assert [r["trusted"] for r in relisted["recipes"] if r["name"] == "shout"] == [True]
     assert [s["kind"] for s in entry["steps"]] == ["llm", "command"]
     assert result["outputs"] == {"draft": "quiet words\n", "loud": "QUIET WORDS\n"}
     assert result["response"] == "QUIET WORDS\n" and result["applied"] is False and result["reason"] == "no change"
@@ -111,6 +116,7 @@ async def test_a_recipe_run_is_priced_by_its_steps_profiles(workspace, editors, 
     priced = {"models": {"paid": {"model": "paid-model", "price": {"input": 2, "output": 10}}}, "model": "paid"}
     async with editors.open("vscode", workspace, model=True, init_options={**priced, "shell": "allow"}) as editor:
         uri = editor.open(target)
+        assert (await editor.command("nagent.trust", {"uri": uri}))["trusted"] is True  # shout has a command step
         rewritten = await editor.command("nagent.recipe.run", {"uri": uri, "recipe": "rewrite"})
         shouted = await editor.command("nagent.recipe.run", {"uri": uri, "recipe": "shout", "request": "hi"})
     tokens = rewritten["tokens"]
@@ -136,6 +142,7 @@ async def test_denied_command_step_ends_the_run_with_its_reason(workspace, edito
     fake_model.script(text("words"))
     async with editors.open("neovim", workspace, model=True) as editor:
         editor.open(target)
+        assert (await editor.command("nagent.trust", {}))["trusted"] is True  # trust is not the shell permission
         result = await editor.command(
             "nagent.recipe.run", {"uri": editor.uri(target), "recipe": "shout", "request": "x"}
         )
@@ -210,10 +217,15 @@ async def test_recipe_comment_and_run_recipe_code_action(workspace, editors, fak
             range=types.Range(types.Position(0, 0), types.Position(0, 0)),
             context=types.CodeActionContext(diagnostics=[]),
         )
+        untrusted = [a.title for a in await editor.client.text_document_code_action_async(params)]
+        await editor.command("nagent.trust", {"uri": uri})
         actions = await editor.client.text_document_code_action_async(params)
         titles = [a.title for a in actions]
         result = await editor.command("nagent.instruction.apply", {"uri": uri, "line": 0})
         assert editor.text(target) == CHANGED  # the comment went with the delivered fileText
+    # No repository recipe is a one-click action until the user trusts the repository's definitions.
+    assert "nagent: run recipe rewrite" not in untrusted, untrusted
+    assert "nagent: run recipe rewrite (make it friendlier)" in untrusted  # the file's own comment stays
     assert "nagent: run recipe rewrite (make it friendlier)" in titles  # the comment's own action
     assert "nagent: run recipe rewrite" in titles and "nagent: run recipe shout" not in titles  # shout needs a request
     assert result["applied"] is True

@@ -51,6 +51,11 @@ def test_recipe_runs_both_steps(workspace: Path, isolated_home: Path, fake_model
     config = isolated_home / ".nagent" / "config.json"
     config.write_text(json.dumps({"shell": "allow", "history": {"summarize": False}}))
     fake_model.script(text("a tiny module"))
+    refused = cli("recipe", "about", "a.py", "describe it", "--json", cwd=workspace, env=model_env)
+    assert refused.returncode == 1 and "has command steps; they run only once you trust" in refused.stderr
+    assert not fake_model.chat_requests  # refused before any step, the model's too
+    trusted = cli("trust", "--yes", cwd=workspace)
+    assert trusted.returncode == 0, trusted.stderr
     out = cli("recipe", "about", "a.py", "describe it", "--json", cwd=workspace, env=model_env)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

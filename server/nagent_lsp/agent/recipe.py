@@ -52,6 +52,9 @@ class RecipeRun:
     shell: ShellPermission = field(default_factory=ShellPermission)
     tokens: Tokens = field(default_factory=Tokens)
     model_for: Callable[[Settings], ChatModel] | None = None  # tests and the CLI may inject; default: the adapter
+    # The user trusts the definitions of the repository this (workspace) recipe comes from (operations.trust
+    # decides): without it a workspace recipe's command steps never run. Off unless the caller checked.
+    repository_trusted: bool = False
 
 
 @dataclass
@@ -121,6 +124,14 @@ def _unfenced(text: str) -> str:
 
 
 async def run_recipe(run: RecipeRun) -> RecipeOutcome:
+    """Runs the steps in order. A workspace recipe with command steps the caller did not clear is refused before
+    any step (UserError): the operation checks trust first (operations.trust); this is the second lock."""
+    recipe = run.recipe
+    if recipe.source == "workspace" and recipe.has_commands and not run.repository_trusted:
+        raise UserError(
+            f"recipe '{recipe.name}' comes from this repository ({recipe.path}) and has command steps; they run "
+            "only once you trust this repository's nagent definitions"
+        )
     outcome = RecipeOutcome()
     namespace: dict[str, Any] = dict(run.values)
     for number, step in enumerate(run.recipe.steps, 1):

@@ -1,8 +1,9 @@
 """Agents (DESIGN §10): Markdown files with YAML front matter, read and validated; the built-in ones.
 
-`~/.nagent/agents/NAME.md` (source `user`) and `<state root>/agents/NAME.md` (source `workspace`); a later source
-shadows an earlier one of the same name (builtin < user < workspace — a workspace agent is narrowed by the trust
-rule, so shadowing grants it nothing). Front matter: `description` (required), `model?` (a profile or a raw model
+`~/.nagent/agents/NAME.md` (source `user`) and `<state root>/agents/NAME.md` (source `workspace`). A user agent
+may replace a built-in one of the same name; a workspace agent (a repository's file) never replaces a built-in or
+a user agent: it is listed as shadowed (DESIGN §12, "trust the user, not the repository"), and even when it is used
+it can only narrow the settings. Front matter: `description` (required), `model?` (a profile or a raw model
 id), `temperature?`, `maxSteps?`, `permissions?` (a tool — read, write, shell, conversation — mapped to
 allow/ask/deny or to an ordered map of glob → allow/ask/deny, `"*"` the fallback) and Magent's `mode?` (accepted,
 unused). The body is the agent's instructions. A bad file is one problem naming the file and the field; it never
@@ -12,9 +13,9 @@ stops the others from loading.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import attrs
 import cattrs
@@ -28,6 +29,7 @@ PERMISSION_TOOLS = ("read", "write", "shell", "conversation")
 Source = Literal["builtin", "user", "workspace"]
 # A tool's rule: one value, or (glob, value) pairs in the order written.
 Rule = str | tuple[tuple[str, str], ...]
+T = TypeVar("T")
 
 
 class ConfigFileError(ValueError):
@@ -67,11 +69,43 @@ class Agent:
         """Built-in and user agents may widen the settings; a workspace agent (a repository's file) only narrows."""
         return self.source != "workspace"
 
-    def listed(self) -> dict[str, Any]:
+    def listed(self, shadowed: bool = False) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name, "description": self.description, "source": self.source}
         if self.path:
             entry["path"] = self.path
+        entry["shadowed"] = shadowed
         return entry
+
+
+@attrs.frozen
+class Shadowed(Generic[T]):
+    """A workspace definition that lost a name clash to the user's own (or a built-in one): listed, never used."""
+
+    kind: str  # "agent" | "recipe"
+    name: str
+    path: str  # the workspace file
+    by: str | None  # the user's file; None: the built-in one
+    by_loads: bool = True  # False: the user's file of that name is broken (the run refuses, never falls back)
+    item: T | None = None  # the workspace definition itself (None when it did not load)
+
+    def __str__(self) -> str:
+        if self.by is None:
+            return f"workspace {self.kind} '{self.name}' ({self.path}) is shadowed by the built-in one"
+        broken = "" if self.by_loads else ", which does not load"
+        return f"workspace {self.kind} '{self.name}' ({self.path}) is shadowed by your own ({self.by}){broken}"
+
+
+@attrs.frozen
+class Loaded(Generic[T]):
+    """Agents or recipes by name, what failed to load, and the workspace definitions the user's own shadow."""
+
+    items: dict[str, T]
+    problems: list[ConfigFileError]
+    shadowed: list[Shadowed[T]]
+    blocking: dict[str, ConfigFileError]  # a name whose effective file does not load: its problem
+
+    def notices(self) -> list[str]:
+        return [str(p) for p in self.problems] + [str(s) for s in self.shadowed]
 
 
 BUILTIN: dict[str, Agent] = {
@@ -179,25 +213,69 @@ def parse_agent(text: str, path: Path, source: Source) -> Agent:
 
 
 def agent_dirs(home_root: Path, state_root: Path | None) -> list[tuple[Source, Path]]:
-    """Where agents are looked for, in precedence order (later shadows earlier); the state root counts as the
-    workspace only when it is not the home root itself."""
+    """Where agents are looked for, the user's first; the state root counts as the workspace only when it is not
+    the home root itself."""
     dirs: list[tuple[Source, Path]] = [("user", home_root / "agents")]
     if state_root is not None and _real(state_root) != _real(home_root):
         dirs.append(("workspace", state_root / "agents"))
     return dirs
 
 
-def load_agents(home_root: Path, state_root: Path | None) -> tuple[dict[str, Agent], list[ConfigFileError]]:
-    """Every agent by name (built-ins, then user, then workspace files) and the problems of the bad files."""
-    agents = dict(BUILTIN)
-    found: list[ConfigFileError] = []
-    for source, folder in agent_dirs(home_root, state_root):
-        for path in config_files(folder, (AGENT_SUFFIX,)):
+def load_definitions(
+    kind: str,
+    dirs: list[tuple[Source, Path]],
+    suffixes: tuple[str, ...],
+    name_of: Callable[[Path], str],
+    parse: Callable[[Path, Source], T],
+    builtin: Mapping[str, T],
+) -> Loaded[T]:
+    """Built-ins, then the user's files (which may replace a built-in), then the workspace's, which never take a
+    name the built-ins or the user's files hold (broken or not): those are listed as shadowed."""
+    items: dict[str, T] = dict(builtin)
+    problems: list[ConfigFileError] = []
+    shadowed: list[Shadowed[T]] = []
+    blocking: dict[str, ConfigFileError] = {}
+    owned: dict[str, tuple[str | None, bool]] = {name: (None, True) for name in builtin}  # name -> (path, loads)
+    for source, folder in dirs:
+        files = config_files(folder, suffixes)
+        if source == "workspace" and files and not _inside(_real(folder), _real(folder.parent)):
+            problems.append(
+                ConfigFileError(folder, "is a symbolic link out of the state root: its files are not loaded")
+            )
+            continue
+        for path in files:
+            name = name_of(path)
+            if source == "workspace" and name in owned:
+                by, loads = owned[name]
+                item: T | None = None
+                try:
+                    item = parse(path, source)
+                except ConfigFileError:
+                    pass
+                shadowed.append(Shadowed(kind, name, str(path), by, loads, item))
+                continue
             try:
-                agents[path.stem] = parse_agent(read_config_text(path), path, source)
+                items[name] = parse(path, source)
             except ConfigFileError as exc:
-                found.append(exc)
-    return agents, found
+                problems.append(exc)
+                blocking.setdefault(name, exc)
+                if source == "user":  # the run refuses (blocking); a workspace file of its name is no fallback
+                    owned[name] = (str(path), False)
+                continue
+            if source == "user":
+                owned[name] = (str(path), True)
+    return Loaded(items, problems, shadowed, blocking)
+
+
+def load_agents(home_root: Path, state_root: Path | None) -> Loaded[Agent]:
+    """Every agent by name (built-ins, the user's files, then the workspace's) and the problems of the bad files."""
+
+    def parse(path: Path, source: Source) -> Agent:
+        return parse_agent(read_config_text(path), path, source)
+
+    return load_definitions(
+        "agent", agent_dirs(home_root, state_root), (AGENT_SUFFIX,), lambda p: p.stem, parse, BUILTIN
+    )
 
 
 def config_files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
@@ -229,3 +307,7 @@ def read_config_text(path: Path) -> str:
 
 def _real(path: Path) -> str:
     return os.path.realpath(path)
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)

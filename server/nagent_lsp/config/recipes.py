@@ -1,6 +1,8 @@
 """Recipes (DESIGN §10): AGENTS.md step chains in YAML or JSON, read and validated.
 
-`~/.nagent/recipes/NAME.{yaml,yml,json}` (source `user`) and `<state root>/recipes/…` (source `workspace`):
+`~/.nagent/recipes/NAME.{yaml,yml,json}` (source `user`) and `<state root>/recipes/…` (source `workspace`; the
+user's recipe of a name always wins, and a workspace recipe's command steps run only once the user trusts the
+repository's definitions, operations.trust):
 
     description: what it does                  # required
     models:                                    # optional, AGENTS.md style: profiles for this recipe only
@@ -29,7 +31,14 @@ from typing import Any, Literal
 
 import attrs
 
-from nagent_lsp.config.agents import ConfigFileError, Source, agent_dirs, config_files, read_config_text
+from nagent_lsp.config.agents import (
+    ConfigFileError,
+    Loaded,
+    Source,
+    agent_dirs,
+    load_definitions,
+    read_config_text,
+)
 from nagent_lsp.config.settings import ModelProfile
 
 RECIPE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -66,13 +75,20 @@ class Recipe:
 
     @property
     def trusted(self) -> bool:
+        """The user's own (or built-in): its profiles may use the user's key. A workspace recipe's never do, even
+        once the user trusts the repository (that trust is about its command steps: operations.trust)."""
         return self.source != "workspace"
+
+    @property
+    def has_commands(self) -> bool:
+        return any(s.is_command for s in self.steps)
 
     @property
     def needs_request(self) -> bool:
         return any("userRequest" in s.inputs for s in self.steps)
 
-    def listed(self) -> dict[str, Any]:
+    def listed(self, trusted: bool = True, shadowed: bool = False) -> dict[str, Any]:
+        """`trusted`: for a workspace recipe, whether the user trusts its repository's definitions."""
         steps = [
             {"step": s.name, "kind": "command" if s.is_command else "llm", "output": s.output, "type": s.kind}
             for s in self.steps
@@ -84,6 +100,8 @@ class Recipe:
             "path": self.path,
             "steps": steps,
             "needsRequest": self.needs_request,
+            "trusted": trusted or self.source != "workspace",
+            "shadowed": shadowed,
         }
 
 
@@ -266,16 +284,12 @@ def recipe_name(path: Path) -> str:
     return path.name.rsplit(".", 1)[0]
 
 
-def load_recipes(
-    home_root: Path, state_root: Path | None, known_profiles: Collection[str] = ()
-) -> tuple[dict[str, Recipe], list[ConfigFileError]]:
-    """Every recipe by name (user files, then workspace files, which shadow them) and the bad files' problems."""
-    recipes: dict[str, Recipe] = {}
-    found: list[ConfigFileError] = []
-    for source, folder in agent_dirs(home_root, state_root):
-        for path in config_files(folder.parent / "recipes", RECIPE_SUFFIXES):
-            try:
-                recipes[recipe_name(path)] = parse_recipe(read_config_text(path), path, source, known_profiles)
-            except ConfigFileError as exc:
-                found.append(exc)
-    return recipes, found
+def load_recipes(home_root: Path, state_root: Path | None, known_profiles: Collection[str] = ()) -> Loaded[Recipe]:
+    """Every recipe by name (the user's files, then the workspace's, which never take a name the user's hold: those
+    are listed as shadowed) and the bad files' problems."""
+
+    def parse(path: Path, source: Source) -> Recipe:
+        return parse_recipe(read_config_text(path), path, source, known_profiles)
+
+    dirs = [(source, folder.parent / "recipes") for source, folder in agent_dirs(home_root, state_root)]
+    return load_definitions("recipe", dirs, RECIPE_SUFFIXES, recipe_name, parse, {})

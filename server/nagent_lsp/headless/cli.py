@@ -94,6 +94,17 @@ def _summaries_args(parser: argparse.ArgumentParser) -> None:
     warm.add_argument("--yes", action="store_true", help="do not ask before spending tokens")
 
 
+def _trust_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path", nargs="?", type=Path, default=None, help="a file or folder of the repository (default: current folder)"
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--status", action="store_true", help="say whether the definitions are trusted, change nothing")
+    action.add_argument("--revoke", action="store_true", help="forget your trust in these definitions")
+    parser.add_argument("--yes", action="store_true", help="trust without asking")
+    parser.add_argument("--json", action="store_true", help="print the result object as JSON")
+
+
 class Subcommand(NamedTuple):
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
@@ -150,6 +161,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "commit summaries shared through git notes: fetch|push [REMOTE], warm FILE… [--max-commits N] [--yes]",
         _summaries_args,
         "nagent_lsp.headless.summaries:run",
+    ),
+    "trust": Subcommand(
+        "trust this repository's nagent definitions (config, agents, recipes) by their hash; --status, --revoke",
+        _trust_args,
+        "nagent_lsp.headless.trust:run",
     ),
     "status": Subcommand(
         "print version, state root, model and settings sources as JSON", _status_args, "nagent_lsp.headless.status:run"

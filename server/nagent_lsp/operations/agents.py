@@ -1,6 +1,7 @@
 """Agents for a run and `nagent.agents.list` (DESIGN §10).
 
-An agent is found by name among the built-ins, `~/.nagent/agents/` and the workspace's `<state root>/agents/`; its
+An agent is found by name among the built-ins, `~/.nagent/agents/` and the workspace's `<state root>/agents/` (a
+workspace agent never takes the name of a built-in or a user agent: it is listed with `shadowed: true`); its
 rules become the run's `Policy` (agent.permissions), its model, temperature and maxSteps the run's settings, its
 instructions the `{agent}` block of the initial context. A bad agent file is reported once (a warning in the log,
 and in `problems` of the list) and never stops a run that does not use it.
@@ -9,13 +10,14 @@ and in `problems` of the list) and never stops a run that does not use it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import attrs
 
 from nagent_lsp.agent.permissions import Permissions, Policy, Rule
-from nagent_lsp.config.agents import BUILTIN, Agent, ConfigFileError, load_agents
+from nagent_lsp.config.agents import BUILTIN, Agent, ConfigFileError, Loaded, Shadowed, load_agents
 from nagent_lsp.config.args import file_argument
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.config.state_root import home_root
@@ -44,32 +46,40 @@ def report_once(session: Session, problems: list[ConfigFileError]) -> None:
             log.warning("%s", problem)
 
 
-def agents_of(session: Session, state_root: Path | None) -> tuple[dict[str, Agent], list[ConfigFileError]]:
-    agents, problems = load_agents(home_root(), state_root)
-    report_once(session, problems)
-    return agents, problems
+def agents_of(session: Session, state_root: Path | None) -> Loaded[Agent]:
+    loaded = load_agents(home_root(), state_root)
+    report_once(session, loaded.problems)
+    report_shadowed(session, loaded.shadowed)
+    return loaded
+
+
+def report_shadowed(session: Session, shadowed: Sequence[Shadowed[Any]]) -> None:
+    for entry in shadowed:
+        key = f"shadowed:{entry}"
+        if key not in session.reported:
+            session.reported.add(key)
+            log.warning("%s", entry)
 
 
 def list_agents(session: Session, args: ListArgs) -> dict[str, Any]:
-    agents, problems = agents_of(session, workspace_state_root(session, args.uri))
-    return {
-        "agents": [agent.listed() for agent in agents.values()],
-        "problems": [str(p) for p in problems],
-    }
+    loaded = agents_of(session, workspace_state_root(session, args.uri))
+    listed = [agent.listed() for agent in loaded.items.values()]
+    listed += [entry.item.listed(shadowed=True) for entry in loaded.shadowed if entry.item is not None]
+    return {"agents": listed, "problems": loaded.notices()}
 
 
 def find_agent(session: Session, state_root: Path | None, name: str | None, field: str = "agent") -> Agent:
     """The agent `name` (None: the built-in `edit`), or InvalidArgument naming the field: an unknown name, or a
-    file of that name that does not load (its problem: the run never falls back to other rules than the file's)."""
+    file of that name that does not load (its problem: the run never falls back to other rules than the file's,
+    nor to a workspace agent the user's broken file shadows)."""
     if not name:
         return BUILTIN[DEFAULT_AGENT]
-    agents, problems = agents_of(session, state_root)
-    for problem in problems:
-        if Path(problem.path).stem == name:
-            raise InvalidArgument(field, f"agent '{name}' cannot be used: {problem}")
-    if name in agents:
-        return agents[name]
-    raise InvalidArgument(field, f"unknown agent '{name}' (known agents: {', '.join(sorted(agents))})")
+    loaded = agents_of(session, state_root)
+    if name in loaded.blocking:
+        raise InvalidArgument(field, f"agent '{name}' cannot be used: {loaded.blocking[name]}")
+    if name in loaded.items:
+        return loaded.items[name]
+    raise InvalidArgument(field, f"unknown agent '{name}' (known agents: {', '.join(sorted(loaded.items))})")
 
 
 def policy_of(agent: Agent) -> Policy:

@@ -122,3 +122,19 @@ class ReviewDiscardArgs:
 
     id: str
     hunks: list[str] | None = None
+
+
+@attrs.frozen
+class TrustStatusArgs:
+    """`nagent.trust.status`, `nagent.trust.revoke`: `uri` picks the state root (its file's); omitted: the first
+    workspace folder's."""
+
+    uri: str | None = None
+
+
+@attrs.frozen
+class TrustArgs:
+    """`nagent.trust`: `hash` (optional) trusts only if the definitions still have the hash the user was shown."""
+
+    uri: str | None = None
+    hash: str | None = None

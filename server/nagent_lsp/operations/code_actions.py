@@ -100,10 +100,16 @@ def review_offers(
 
 
 def _recipe_offers(session: Session, uri: str, path: Path, start: tuple[int, int], end: tuple[int, int]) -> list[Offer]:
-    """Offers "nagent: run recipe NAME" for each recipe that needs no request (DESIGN §10), on the selection."""
+    """Offers "nagent: run recipe NAME" for each recipe that needs no request (DESIGN §10), on the selection. A
+    repository's recipes only once the user trusts its definitions (DESIGN §12): a one-click action on every file
+    is no place for a stranger's step chain."""
     from nagent_lsp.operations.recipes import recipes_of
+    from nagent_lsp.operations.trust import repository_trusted
 
-    recipes, _ = recipes_of(session, session.state_root(path).path)
+    state_root = session.state_root(path).path
+    recipes = recipes_of(session, state_root).items
+    if any(r.source == "workspace" for r in recipes.values()) and not repository_trusted(session, state_root):
+        recipes = {name: r for name, r in recipes.items() if r.source != "workspace"}
     argument: dict[str, Any] = {"uri": uri}
     if start != end:
         argument["range"] = {

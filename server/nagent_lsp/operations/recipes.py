@@ -1,5 +1,9 @@
 """`nagent.recipes.list` and `nagent.recipe.run` (DESIGN §10): AGENTS.md step chains on one file.
 
+The user's recipe wins a name clash with the repository's (listed with `shadowed: true`); a repository's recipe
+with command steps runs only once the user trusts the repository's definitions (operations.trust), and the list
+says so per workspace recipe (`trusted`).
+
 A run fills the reserved inputs from the file (its buffer text, the selection, the `{file-history}` block, the
 co-edit table — each computed only when a step lists it), runs the steps (agent.recipe), appends one
 `<nagent-recipe-result>` block with every step's output to the file's conversation, and when the last `fileText`
@@ -17,42 +21,52 @@ from typing import Any
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.recipe import RecipeOutcome, RecipeRun, record_block, run_recipe
+from nagent_lsp.config.agents import Loaded
 from nagent_lsp.config.recipes import Recipe, load_recipes
 from nagent_lsp.config.state_root import home_root
 from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.core.model import ModelCancelled
 from nagent_lsp.core.ports import Buffer, EditorPort, FileChange, Progress
-from nagent_lsp.operations.agents import report_once, workspace_state_root
+from nagent_lsp.operations.agents import report_once, report_shadowed, workspace_state_root
 from nagent_lsp.operations.args import ListArgs, RecipeArgs
 from nagent_lsp.operations.buffers import read_rules, read_source_async
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.edit import CONTEXT_TIMEOUT, selection_of, target_path
 from nagent_lsp.operations.session import Session
+from nagent_lsp.operations.trust import repository_trusted, runnable_recipe
 from nagent_lsp.tags.transcript import INTERRUPTED
 
 log = logging.getLogger("nagent_lsp")
 
 
-def recipes_of(session: Session, state_root: Path | None) -> tuple[dict[str, Recipe], list[Any]]:
-    recipes, problems = load_recipes(home_root(), state_root, tuple(session.settings.models))
-    report_once(session, problems)
-    return recipes, problems
+def recipes_of(session: Session, state_root: Path | None) -> Loaded[Recipe]:
+    loaded = load_recipes(home_root(), state_root, tuple(session.settings.models))
+    report_once(session, loaded.problems)
+    report_shadowed(session, loaded.shadowed)
+    return loaded
 
 
 def list_recipes(session: Session, args: ListArgs) -> dict[str, Any]:
-    recipes, problems = recipes_of(session, workspace_state_root(session, args.uri))
-    return {"recipes": [r.listed() for r in recipes.values()], "problems": [str(p) for p in problems]}
+    state_root = workspace_state_root(session, args.uri)
+    loaded = recipes_of(session, state_root)
+    workspace = [r for r in loaded.items.values() if r.source == "workspace"]
+    workspace += [s.item for s in loaded.shadowed if s.item is not None]
+    trusted = bool(workspace) and repository_trusted(session, state_root)
+    listed = [r.listed(trusted=trusted) for r in loaded.items.values()]
+    listed += [s.item.listed(trusted=trusted, shadowed=True) for s in loaded.shadowed if s.item is not None]
+    return {"recipes": listed, "problems": loaded.notices()}
 
 
 def find_recipe(session: Session, state_root: Path | None, name: str) -> Recipe:
-    recipes, problems = recipes_of(session, state_root)
-    for problem in problems:
-        if Path(problem.path).name.rsplit(".", 1)[0] == name:
-            raise InvalidArgument("recipe", f"recipe '{name}' cannot be run: {problem}")
-    if name not in recipes:
-        known = ", ".join(sorted(recipes)) or "none: add ~/.nagent/recipes/NAME.yaml or .nagent/recipes/NAME.yaml"
+    """The recipe `name`: the user's own when both the user and the repository have one; InvalidArgument when
+    unknown or when the file that would run does not load."""
+    loaded = recipes_of(session, state_root)
+    if name in loaded.blocking:
+        raise InvalidArgument("recipe", f"recipe '{name}' cannot be run: {loaded.blocking[name]}")
+    if name not in loaded.items:
+        known = ", ".join(sorted(loaded.items)) or "none: add ~/.nagent/recipes/NAME.yaml or .nagent/recipes/NAME.yaml"
         raise InvalidArgument("recipe", f"unknown recipe '{name}' (known recipes: {known})")
-    return recipes[name]
+    return loaded.items[name]
 
 
 async def run_recipe_command(
@@ -61,7 +75,10 @@ async def run_recipe_command(
     """`finish` post-processes a delivered `fileText` (the comment path removes its `nagent[RECIPE]:` line)."""
     selection_of("", args.range)  # a malformed range is refused before anything starts
     path = target_path(session, args.uri)
-    recipe = find_recipe(session, session.state_root(path).path, args.recipe)
+    state_root = session.state_root(path).path
+    recipe = find_recipe(session, state_root, args.recipe)
+    # Before anything runs (no step, no model call): a repository's command steps need the user's trust.
+    recipe = await asyncio.to_thread(runnable_recipe, session, state_root, recipe)
     request = (args.request or "").strip()
     if recipe.needs_request and not request:
         raise InvalidArgument("request", f"recipe '{recipe.name}' uses userRequest: give a request")
@@ -104,6 +121,7 @@ async def _run(
         secrets=secrets,
         report=lambda message: port.report_progress(progress, message),
         shell=ShellPermission(),
+        repository_trusted=True,  # run_recipe_command cleared this recipe (runnable_recipe)
     )
     try:
         outcome = await run_recipe(run)

@@ -1,4 +1,5 @@
-"""`nagent.agents.list`, `nagent.recipes.list` and `nagent.recipe.run` (DESIGN §4.1, §10)."""
+"""`nagent.agents.list`, `nagent.recipes.list`, `nagent.recipe.run` (DESIGN §4.1, §10) and the user's trust in a
+repository's definitions: `nagent.trust.status`, `nagent.trust`, `nagent.trust.revoke` (DESIGN §12)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.operations.args import ListArgs, RecipeArgs
+from nagent_lsp.operations.args import ListArgs, RecipeArgs, TrustArgs, TrustStatusArgs
 
 # Operations are imported when first used: start-up answers `initialize` without loading them.
 
@@ -30,4 +31,23 @@ def register(server: NagentServer) -> None:
 
     register_command(server, "nagent.agents.list", ListArgs, agents)
     register_command(server, "nagent.recipes.list", ListArgs, recipes)
+
+    def trust_status(ls: NagentServer, args: TrustStatusArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.trust import trust_status
+
+        return trust_status(ls.session, args)
+
+    def trust(ls: NagentServer, args: TrustArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.trust import trust_definitions
+
+        return trust_definitions(ls.session, args)
+
+    def revoke(ls: NagentServer, args: TrustStatusArgs) -> dict[str, Any]:
+        from nagent_lsp.operations.trust import revoke_trust
+
+        return revoke_trust(ls.session, args)
+
     register_command(server, "nagent.recipe.run", RecipeArgs, run)
+    register_command(server, "nagent.trust.status", TrustStatusArgs, trust_status)
+    register_command(server, "nagent.trust", TrustArgs, trust)
+    register_command(server, "nagent.trust.revoke", TrustStatusArgs, revoke)

@@ -42,6 +42,7 @@ def test_agents_and_recipes_lists(workspace: Path, isolated_home: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "about  workspace" in out.stdout and "describe (llm) → count (command)" in out.stdout
     assert "[needs a request]" in out.stdout
+    assert "[untrusted: its commands run once you run `nagent-lsp trust`]" in out.stdout
     listed = json.loads(cli("recipes", "--json", "--folder", str(workspace), cwd=isolated_home).stdout)
     assert [r["name"] for r in listed["recipes"]] == ["about"]
 

@@ -23,7 +23,8 @@ def run_agents(args: argparse.Namespace) -> int:
         width = max(len(a["name"]) for a in result["agents"])
         for agent in result["agents"]:
             where = f"  ({agent['path']})" if agent.get("path") else ""
-            print(f"{agent['name']:<{width}}  {agent['source']:<9}  {agent['description']}{where}")
+            shadowed = "  [shadowed: not used]" if agent.get("shadowed") else ""
+            print(f"{agent['name']:<{width}}  {agent['source']:<9}  {agent['description']}{where}{shadowed}")
         _problems(result["problems"])
 
     return run_guarded(run)
@@ -43,6 +44,10 @@ def run_recipes(args: argparse.Namespace) -> int:
         for recipe in result["recipes"]:
             steps = " → ".join(f"{s['step']} ({s['kind']})" for s in recipe["steps"])
             request = "  [needs a request]" if recipe["needsRequest"] else ""
+            if recipe.get("shadowed"):
+                request += "  [shadowed by your own: not used]"
+            elif not recipe.get("trusted", True) and any(s["kind"] == "command" for s in recipe["steps"]):
+                request += "  [untrusted: its commands run once you run `nagent-lsp trust`]"
             print(f"{recipe['name']}  {recipe['source']}  {recipe['description']}{request}\n    {steps}")
         _problems(result["problems"])
 

@@ -297,3 +297,20 @@ async def test_a_recipes_folder_linked_out_of_the_state_root_is_not_loaded(tmp_p
         listed = await editor.command("nagent.recipes.list", {})
     assert listed["recipes"] == []
     assert any("is a symbolic link out of the state root" in p for p in listed["problems"]), listed
+
+
+async def test_a_broken_user_recipe_is_refused_never_replaced_by_the_repositorys(
+    tmp_path, workspace, isolated_home, fake_model, model_env
+) -> None:
+    target = cloned(tmp_path, workspace, {".nagent/recipes/tests.yaml": LLM_ONLY})
+    mine = user_file(isolated_home, "recipes/tests.yaml", "description: [unclosed\n")
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        uri = editor.open(target)
+        listed = await editor.command("nagent.recipes.list", {})
+        refused = await editor.command_error("nagent.recipe.run", {"uri": uri, "recipe": "tests"})
+    theirs = workspace / ".nagent" / "recipes" / "tests.yaml"
+    assert isinstance(refused, JsonRpcInvalidParams) and f"recipe 'tests' cannot be run: {mine}" in refused.message
+    assert not fake_model.chat_requests
+    notice = f"workspace recipe 'tests' ({theirs}) is shadowed by your own ({mine}), which does not load"
+    assert notice in listed["problems"]
+    assert [(r["source"], r["shadowed"]) for r in listed["recipes"]] == [("workspace", True)]

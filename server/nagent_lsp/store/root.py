@@ -3,8 +3,9 @@
 What the server keeps for this user alone is ignored: `cache/` (history index, summaries), `splits/`,
 `proposals/` (changes awaiting this user's review, proven by this user's MAC: useless to anyone else, and a
 proposal another clone brings is ignored anyway), `outputs/` (shell output spilled from runs, which may hold
-anything a command printed) and `patches/` (the diffs of applied changes). Conversations, agents, recipes and
-`config.json` are the user's data and may be committed.
+anything a command printed), `patches/` (the diffs of applied changes) and `secret` (the per-user key, when the
+state root is `~/.nagent`). Conversations, agents, recipes and `config.json` are the user's data and may be
+committed.
 
 The `.gitignore` the server writes starts with `MARKER`. A root made by an older server has the old two-line file
 (`LEGACY`): both are ours, and only the lines missing from them are appended (anything the user added stays).
@@ -23,7 +24,9 @@ from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import read_regular_bytes
 
 MARKER = "# Written by nagent-lsp: per-user state, not committed (nagent-lsp appends lines it needs later)."
-IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/")
+# `secret`: where the state root is ~/.nagent (no repository), the per-user secret (store/provenance.py) sits in
+# it; a dotfiles repository must not commit it.
+IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret")
 GITIGNORE = MARKER + "\n" + "".join(f"{line}\n" for line in IGNORED)
 LEGACY = "cache/\nsplits/\n"  # what servers wrote before the marker
 GITIGNORE_MAX_BYTES = 1 << 20

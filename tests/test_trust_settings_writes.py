@@ -248,3 +248,23 @@ async def test_review_always_is_user_extensible(workspace, editors, fake_model) 
         "deploy/prod.yml matches the reviewAlways pattern 'deploy/**'"
     ]
     assert not (workspace / "deploy").exists() and os.listdir(workspace) != []
+
+
+async def test_the_per_user_secret_is_never_read_even_with_home_as_the_workspace(
+    isolated_home, fake_model, model_env
+) -> None:
+    """The secret that proves proposals are the user's must not reach the model, whatever denyRead says."""
+    target = isolated_home / "notes.py"
+    target.write_text(APP, encoding="utf-8")
+    fake_model.script(text(write("notes.py", APP + "# more\n")), DONE)
+    options = {"denyRead": []}
+    async with open_editor("eglot", isolated_home, isolated_home, env=model_env, init_options=options) as editor:
+        editor.open(target)
+        made = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x", "preview": True})
+        assert made["reason"] == "awaiting review"  # a proposal: the secret exists now
+        secret = (isolated_home / ".nagent" / "secret").read_text().strip()
+        fake_model.script(text('<nagent-read path=".nagent/secret"/>'), DONE)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "read it"})
+    sent = json.dumps([r.messages for r in fake_model.chat_requests])
+    assert secret and secret not in sent
+    assert "per-user secret, never read" in Path(result["conversation"]["path"]).read_text()

@@ -19,6 +19,7 @@ from typing import Literal
 
 from nagent_lsp.config.settings import DEFAULT_DENY_READ, DEFAULT_MAX_FILE_BYTES
 from nagent_lsp.store.files import FileTooLarge, NotRegularFile, read_regular_bytes
+from nagent_lsp.store.provenance import secret_path
 
 # Kernel views, not files: /proc/self/environ holds the server's environment (the API key), /dev/zero never ends.
 SPECIAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -103,6 +104,8 @@ def confine_read(
         raise Refused(f"{_shown(path_str)} is outside the workspace folders ({shown}); only files inside them are read")
     if _special(resolved):
         raise Refused(f"{_shown(path_str)} is a kernel or device file (/proc, /sys, /dev), never read", "special")
+    if _private(resolved):
+        raise Refused(f"{_shown(path_str)} is nagent's per-user secret, never read", "denied")
     glob = denied_by(PurePosixPath(resolved.relative_to(folder).as_posix()), globs)
     if glob is None:
         # A link named like a secret is refused too, whatever it points at.
@@ -112,6 +115,15 @@ def confine_read(
     if glob is not None:
         raise Refused(f"{_shown(path_str)} matches the denyRead pattern {glob!r}", "denied")
     return resolved
+
+
+def _private(path: Path) -> bool:
+    """The per-user secret that proves proposals are the user's (store/provenance.py): never read for anything, even
+    when a workspace folder holds the home folder (denyRead globs are the user's to change; this is not)."""
+    try:
+        return path == secret_path().resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _shown(path_str: str) -> str:

@@ -27,7 +27,10 @@ from tests.test_cli import cli
 from tests.test_review_cli import Terminal
 
 APP = "def add(a, b):\n    return a + b\n"
-HOW = "run `nagent-lsp trust` in the repository or the editor command 'nagent: trust this repository'"
+HOW = (
+    "run `nagent-lsp trust` in the repository, or your editor's trust command (VS Code: \"nagent: Trust This "
+    "Repository's Definitions…\", Emacs: M-x nagent-trust, Neovim: :NagentTrust)"
+)
 
 
 def marking(marker: str, description: str = "Run the tests", llm_first: bool = False) -> str:

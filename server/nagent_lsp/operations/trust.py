@@ -26,7 +26,10 @@ from nagent_lsp.store.trust import Definitions, TrustRecord, TrustRecords, read_
 
 log = logging.getLogger("nagent_lsp")
 
-HOW = "run `nagent-lsp trust` in the repository or the editor command 'nagent: trust this repository'"
+HOW = (
+    "run `nagent-lsp trust` in the repository, or your editor's trust command (VS Code: \"nagent: Trust This "
+    "Repository's Definitions…\", Emacs: M-x nagent-trust, Neovim: :NagentTrust)"
+)
 
 
 @attrs.frozen

@@ -225,7 +225,8 @@ async def test_recipe_comment_and_run_recipe_code_action(workspace, editors, fak
         assert editor.text(target) == CHANGED  # the comment went with the delivered fileText
     # No repository recipe is a one-click action until the user trusts the repository's definitions.
     assert "nagent: run recipe rewrite" not in untrusted, untrusted
-    assert "nagent: run recipe rewrite (make it friendlier)" in untrusted  # the file's own comment stays
+    # Not even through a comment in the file: a clone can plant `nagent[rewrite]:` comments as easily as recipes.
+    assert not any(t.startswith("nagent: run recipe rewrite") for t in untrusted), untrusted
     assert "nagent: run recipe rewrite (make it friendlier)" in titles  # the comment's own action
     assert "nagent: run recipe rewrite" in titles and "nagent: run recipe shout" not in titles  # shout needs a request
     assert result["applied"] is True

@@ -42,6 +42,8 @@ def offers(
     found: list[Offer] = review_offers(session, uri, lines, start, end)
     for line in range(start[0], min(end[0], len(lines) - 1) + 1):
         comment = comment_at(lines[line])
+        if comment and comment.recipe and _untrusted_workspace_recipe(session, path, comment.recipe):
+            break  # a comment a clone brought must not make a stranger's recipe one click away (DESIGN §12)
         if comment:
             text = f"{comment.instruction[:40]}{'…' if len(comment.instruction) > 40 else ''}"
             if comment.recipe:
@@ -97,6 +99,17 @@ def review_offers(
         found.append(Offer("nagent: accept all proposed changes", "quickfix", "nagent.review.apply", every))
         found.append(Offer("nagent: reject all proposed changes", "quickfix", "nagent.review.discard", every))
     return found
+
+
+def _untrusted_workspace_recipe(session: Session, path: Path, name: str) -> bool:
+    """Whether `name` is a repository's recipe (not shadowed by the user's) whose definitions the user has not
+    trusted."""
+    from nagent_lsp.operations.recipes import recipes_of
+    from nagent_lsp.operations.trust import repository_trusted
+
+    state_root = session.state_root(path).path
+    recipe = recipes_of(session, state_root).items.get(name)
+    return recipe is not None and recipe.source == "workspace" and not repository_trusted(session, state_root)
 
 
 def _recipe_offers(session: Session, uri: str, path: Path, start: tuple[int, int], end: tuple[int, int]) -> list[Offer]:

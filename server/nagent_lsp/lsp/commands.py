@@ -1,9 +1,11 @@
-"""Registering `workspace/executeCommand` handlers with one error policy.
+"""The command table: every `workspace/executeCommand` command by name, its argument class and its handler, run
+by one dispatcher with one error policy.
 
 Every command takes one JSON object, parsed here once into the command's typed arguments (config.args), so
-operations only ever see typed values; a path argument (`uri`, `indexPath`) that no file system could take (a NUL,
-a lone surrogate, thousands of characters) is refused here, naming the field. Errors become JSON-RPC errors with a
-message a person can act on: InvalidArgument (a bad field, named) → InvalidParams, UserError/ModelError → a
+operations only ever see typed values; a string that no file, log or model could take (a lone surrogate, a NUL)
+is refused there for every field, and a path argument (`uri`, `indexPath`) thousands of characters long or
+holding a percent-encoded NUL here, each naming the field. Errors become JSON-RPC errors with a message a person
+can act on: an unknown command or InvalidArgument (a bad field, named) → InvalidParams, UserError/ModelError → a
 request error with the operation's message, an OSError → a request error saying what the system refused and
 for which file, anything else → an internal error pointing at the log. Never Python exception text in the
 answer (the traceback goes to the log at -v), never a crash and never a silent null.
@@ -15,8 +17,8 @@ import asyncio
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
@@ -25,8 +27,10 @@ from nagent_lsp.config.args import parse_args
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.logs import cap, one_line
 from nagent_lsp.core.model import ModelError
-from nagent_lsp.lsp.rpc import shown
-from nagent_lsp.lsp.server import NagentServer, internal_error_message
+from nagent_lsp.lsp.rpc import internal_error_message, shown
+
+if TYPE_CHECKING:
+    from nagent_lsp.lsp.server import NagentServer
 
 log = logging.getLogger("nagent_lsp")
 
@@ -37,28 +41,50 @@ MAX_PATH_ARGUMENT = 8192  # characters: far beyond PATH_MAX (4096) even percent-
 
 A = TypeVar("A")
 Result = dict[str, Any]
+Handler = Callable[["NagentServer", A], Result | Awaitable[Result]]
 
 
-def register_command(
-    server: NagentServer,
-    name: str,
-    args_type: type[A],
-    handler: Callable[[NagentServer, A], Result | Awaitable[Result]],
-) -> None:
-    """`handler(server, args)` with the argument parsed into `args_type`; sync handlers run in a worker thread so
-    git or disk work never stalls the loop."""
+@attrs.frozen
+class Command(Generic[A]):
+    """One row of the table: `handler(server, args)` with the argument parsed into `args_type`. A sync handler
+    runs in a worker thread so git or disk work never stalls the loop."""
 
-    @server.command(name)
-    async def run(ls: NagentServer, *arguments: Any) -> Result:
-        request_id = ls.protocol.msg_id
-        if request_id is not None:
-            ls.running[request_id] = asyncio.current_task()
+    name: str
+    args_type: type[A]
+    handler: Handler[A]
+
+    async def run(self, server: NagentServer, arguments: Sequence[Any] | None) -> Result:
+        args = parse_args(self.args_type, list(arguments or []))
+        check_path_arguments(args)
+        if inspect.iscoroutinefunction(self.handler):
+            return await self.handler(server, args)
+        return await asyncio.to_thread(self.handler, server, args)  # type: ignore[arg-type]
+
+
+class CommandTable:
+    """name → Command; `execute` is the only way a command runs (`workspace/executeCommand`, and
+    `nagent.codeAction.run` running the command its code action names)."""
+
+    def __init__(self) -> None:
+        self.commands: dict[str, Command[Any]] = {}
+
+    def add(self, server: NagentServer, name: str, args_type: type[A], handler: Handler[A]) -> None:
+        if name in self.commands:
+            raise ValueError(f"command {name} is registered twice")
+        self.commands[name] = Command(name, args_type, handler)
+        # pygls builds the initialize result's executeCommandProvider from its own registry: list the name there
+        # (requests never reach that entry: the executeCommand handler dispatches through this table).
+        server.command(name)(_listed)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.commands
+
+    async def execute(self, server: NagentServer, name: str, arguments: Sequence[Any] | None) -> Result:
+        command = self.commands.get(name)
+        if command is None:
+            raise JsonRpcInvalidParams(f"command: nagent-lsp has no command {shown(name)}")
         try:
-            args = parse_args(args_type, list(arguments))
-            check_path_arguments(args)
-            if inspect.iscoroutinefunction(handler):
-                return await handler(ls, args)
-            return await asyncio.to_thread(handler, ls, args)  # type: ignore[arg-type]
+            return await command.run(server, arguments)
         except (asyncio.CancelledError, JsonRpcException):
             # First: a cancelled model call is both a ModelError and a CancelledError, and it is not a failure.
             raise
@@ -73,15 +99,21 @@ def register_command(
         except Exception as exc:
             log.error("%s crashed: %s", name, one_line(exc), exc_info=exc)
             raise JsonRpcInternalError(internal_error_message(name)) from None
-        finally:
-            if request_id is not None:
-                ls.running.pop(request_id, None)
 
-    run.__name__ = f"command_{name.replace('.', '_')}"
+
+def _listed(*_arguments: Any) -> None:
+    """The entry of every command in pygls' registry (see CommandTable.add); never called."""
+    raise AssertionError("commands run through lsp.commands.CommandTable")
+
+
+def register_command(server: NagentServer, name: str, args_type: type[A], handler: Handler[A]) -> None:
+    """Add a row to the server's command table."""
+    server.commands.add(server, name, args_type, handler)
 
 
 def check_path_arguments(args: object) -> None:
-    """InvalidArgument for a path argument no file system can take (before any operation trips over it)."""
+    """InvalidArgument for a path argument no file system can take (before any operation trips over it); a raw
+    NUL or lone surrogate in any string was already refused by config.args.parse_args."""
     if not attrs.has(type(args)):
         return
     for field in PATH_FIELDS:
@@ -90,12 +122,8 @@ def check_path_arguments(args: object) -> None:
             continue
         if len(value) > MAX_PATH_ARGUMENT:
             raise InvalidArgument(field, f"is {len(value)} characters long; no file path is that long")
-        if "\x00" in value or "%00" in value:
+        if "%00" in value:
             raise InvalidArgument(field, "contains a NUL character, which no file name may hold")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidArgument(field, "is not valid Unicode (it holds a lone surrogate)") from None
 
 
 def os_error_message(command: str, error: OSError) -> str:

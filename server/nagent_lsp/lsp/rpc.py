@@ -7,6 +7,7 @@
   (the JSON field names, never a Python exception's text, never the value sent).
 - `salvage_id`: the top-level `id` of a message too deeply nested for `json.loads`, so even it is answered.
 - `shown`: a short, safe rendering of a client-sent string for a message.
+- `internal_error_message`: what a request that hit a bug is answered with (the details go to the log).
 """
 
 from __future__ import annotations
@@ -40,10 +41,17 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 class WrongType(TypeError):
     """A JSON value of the wrong kind for a field; `expected` is said in words."""
 
-    def __init__(self, expected: str, value: object):
+    def __init__(self, expected: str, value: object, got: str | None = None):
         super().__init__(expected)
         self.expected = expected
-        self.got = json_kind(value)
+        self.got = got or json_kind(value)
+
+
+def internal_error_message(method: str) -> str:
+    return (
+        f"{method} failed because of an internal error in nagent-lsp (a bug). The server log has the details: "
+        "start the server with --log-file FILE -v to keep them."
+    )
 
 
 def json_kind(value: object) -> str:
@@ -85,8 +93,18 @@ def _strict_int(value: Any, _cls: Any) -> int:
 
 def _strict_str(value: Any, _cls: Any) -> str:
     if isinstance(value, str):
+        if has_lone_surrogate(value):  # JSON's "\ud800": no file name, no UTF-8 output can hold it
+            raise WrongType("valid Unicode text", value, got="a string with a lone surrogate")
         return value
     raise WrongType("a string", value)
+
+
+def has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _strict_bool(value: Any, _cls: Any) -> bool:

@@ -17,36 +17,41 @@ and answers a crash with the Python traceback; here, before a message reaches py
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import logging
 import queue
 import re
 import sys
 import threading
-import uuid
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import attrs
+import cattrs
 from cattrs.errors import BaseValidationError
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    LanguageServerProtocol,
-    lsp_method,
-)
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.uris import to_fs_path
 
 from nagent_lsp import __version__
 from nagent_lsp.core.logs import one_line
-from nagent_lsp.lsp.rpc import describe_params_error, json_kind, salvage_id, shown, strict_converter
+from nagent_lsp.lsp.commands import CommandTable
+from nagent_lsp.lsp.pygls_private import ContainedProtocol
+from nagent_lsp.lsp.rpc import (
+    describe_params_error,
+    has_lone_surrogate,
+    internal_error_message,
+    json_kind,
+    salvage_id,
+    shown,
+    strict_converter,
+)
 from nagent_lsp.lsp.transport import MAX_BODY, READ_SIZE, Event, Frame, Junk, Oversized, serve
 from nagent_lsp.operations.session import Session
 
@@ -58,13 +63,6 @@ SERVER_NOT_INITIALIZED, REQUEST_CANCELLED = -32002, -32800
 MAX_ERROR_MESSAGE = 2000  # characters of an error message sent to the client
 _FRAME_HEADER = b"Content-Length:"
 _ERRNO = re.compile(r"\[Errno -?\d+\] ")
-
-
-def internal_error_message(method: str) -> str:
-    return (
-        f"{method} failed because of an internal error in nagent-lsp (a bug). The server log has the details: "
-        "start the server with --log-file FILE -v to keep them."
-    )
 
 
 def _valid_id(value: object) -> bool:
@@ -80,12 +78,14 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-class NagentProtocol(LanguageServerProtocol):
+class NagentProtocol(ContainedProtocol):
     """pygls' LSP protocol with every message checked before dispatch, and answers that never carry Python
-    exception text. pygls cancels a request only before it starts; our long commands run as tasks we cancel."""
+    exception text. pygls' private hooks are reached only through `ContainedProtocol` (lsp/pygls_private.py)."""
 
-    def __init__(self, server: Any, converter: Any):
+    def __init__(self, server: NagentServer, converter: cattrs.Converter):
         super().__init__(server, converter)
+        self.nagent_server = server
+        self.converter = converter
         self._methods: dict[Any, str] = {}  # request id -> method, while the request runs
         self._initialize_seen = False
 
@@ -211,6 +211,10 @@ class NagentProtocol(LanguageServerProtocol):
             problem = f'"method" must be a string, not {json_kind(method)}'
         elif has_id and not _valid_id(raw_id):
             problem = f'"id" must be an integer or a string, not {json_kind(raw_id)}'
+        elif has_id and isinstance(raw_id, str) and has_lone_surrogate(raw_id):
+            problem = '"id" is not valid Unicode (it holds a lone surrogate)'
+        elif has_lone_surrogate(method):
+            problem = '"method" is not valid Unicode (it holds a lone surrogate)'
         elif params is not None and not isinstance(params, (dict, list)):
             problem = f'"params" must be an object or an array, not {json_kind(params)}'
         if problem is not None:
@@ -238,7 +242,7 @@ class NagentProtocol(LanguageServerProtocol):
         return method in self.fm.builtin_features or method in self.fm.features
 
     def _request(self, msg_id: Any, method: str, data: dict[str, Any]) -> None:
-        if self._shutdown and method != types.EXIT:
+        if self.shutting_down and method != types.EXIT:
             self._reply(
                 msg_id,
                 INVALID_REQUEST,
@@ -295,7 +299,7 @@ class NagentProtocol(LanguageServerProtocol):
             if request:
                 return JsonRPCRequestMessage(id=data["id"], method=method, jsonrpc="2.0", params=data.get("params"))
             return JsonRPCNotification(method=method, params=data.get("params"), jsonrpc="2.0")
-        return self._converter.structure(data, message_type)
+        return self.converter.structure(data, message_type)
 
     @staticmethod
     def _params_problem(method: str, data: dict[str, Any], exc: Exception) -> str:
@@ -308,7 +312,7 @@ class NagentProtocol(LanguageServerProtocol):
 
     def _client_response(self, data: dict[str, Any]) -> None:
         msg_id: Any = data.get("id")
-        future = self._request_futures.get(msg_id) if _valid_id(msg_id) else None
+        future = self.request_future(msg_id) if _valid_id(msg_id) else None
         if future is None:
             log.info("ignored a response to an unknown request id")
             return
@@ -317,14 +321,13 @@ class NagentProtocol(LanguageServerProtocol):
             if data.get("jsonrpc") != "2.0":
                 raise ValueError('the "jsonrpc" member must be "2.0"')
             if "error" in data:
-                message = self._converter.structure(data, types.ResponseErrorMessage)
+                message = self.converter.structure(data, types.ResponseErrorMessage)
             else:
-                result_type = self._result_types.pop(msg_id, None) or JsonRPCResponseMessage
-                message = self._converter.structure(data, result_type)
+                message = self.converter.structure(data, self.result_type(msg_id) or JsonRPCResponseMessage)
         except Exception as exc:
             detail = describe_params_error(exc, data) if isinstance(exc, BaseValidationError) else one_line(exc)
             log.warning("the editor's answer to a request could not be read: %s", detail)
-            self._request_futures.pop(msg_id, None)
+            self.forget_request(msg_id)
             if not future.done():
                 future.set_exception(JsonRpcException(f"the editor's answer could not be read: {detail}"))
             return
@@ -336,91 +339,61 @@ class NagentProtocol(LanguageServerProtocol):
         """An error answer of our own (already worded for a person); id null when the request's id is unknown."""
         self._methods.pop(msg_id, None)
         error = {"code": code, "message": message[:MAX_ERROR_MESSAGE]}
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.write_message({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
-    def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
-        # pygls' own, without logging params (a 10 MB URI) and without tracebacks in the answer.
-        try:
-            handler = self._get_handler(method_name)
-            self._ctx_msg_id.set(msg_id)
-            self._execute_handler(
-                msg_id=msg_id,
-                handler=handler,
-                args=(params,),
-                callback=partial(self._send_handler_result, msg_id=msg_id),
-            )
-        except JsonRpcException as error:
-            self._send_response(msg_id, None, error.to_response_error())
-        except Exception as error:
-            self._log_failure(method_name, error)
-            self._reply(msg_id, INTERNAL_ERROR, internal_error_message(method_name))
+    def request_failed(self, msg_id: MsgId, method: str, error: Exception) -> None:
+        if isinstance(error, JsonRpcException):
+            self._send_error(msg_id, error)
+            return
+        self._log_failure(method, error)
+        self._reply(msg_id, INTERNAL_ERROR, internal_error_message(method))
 
-    def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
-        self._request_futures.pop(msg_id, None)
-        method = self._methods.get(msg_id, "the request")
+    def answer(self, msg_id: MsgId, method: str, future: Future[Any]) -> None:
+        self._methods.pop(msg_id, None)
         if future.cancelled():
             self._reply(msg_id, REQUEST_CANCELLED, f"{method} was cancelled")
             return
         error = future.exception()
         if error is None:
-            self._send_response(msg_id, result=future.result())
+            self.write_message({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
         elif isinstance(error, JsonRpcException):
-            self._send_response(msg_id, error=error.to_response_error())
+            self._send_error(msg_id, error)
+        elif isinstance(error, asyncio.CancelledError):  # a handler that gave up on a cancelled wait of its own
+            self._reply(msg_id, REQUEST_CANCELLED, f"{method} was cancelled")
         else:
             self._log_failure(method, error)
             self._reply(msg_id, INTERNAL_ERROR, internal_error_message(method))
 
-    def _send_response(self, msg_id: MsgId, result: Any | None = None, error: Any | None = None) -> None:
-        method = self._methods.pop(msg_id, "the request")
-        if error is not None:
-            text = str(getattr(error, "message", "") or "")
-            if "Traceback (most recent call last)" in text or not text:
-                text = internal_error_message(method)
-            text = _ERRNO.sub("", text)  # "[Errno 2] No such file…" reads as "No such file…"
-            code = getattr(error, "code", INTERNAL_ERROR)
-            # `data` is dropped: pygls puts a traceback there.
-            self._send_data(
-                {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text[:MAX_ERROR_MESSAGE]}}
-            )
-            return
-        super()._send_response(msg_id, result=result)
+    def _send_error(self, msg_id: MsgId, error: JsonRpcException) -> None:
+        # The message only: pygls' exceptions put a traceback in `data`, and some quote Python's own text.
+        text = str(error.message or "")
+        if "Traceback (most recent call last)" in text or not text:
+            text = internal_error_message(self._methods.get(msg_id, "the request"))
+        text = _ERRNO.sub("", text)  # "[Errno 2] No such file…" reads as "No such file…"
+        self._reply(msg_id, error.code if isinstance(error.code, int) else INTERNAL_ERROR, text)
 
-    def _handle_notification(self, method_name: str, params: Any) -> None:
-        if method_name == types.CANCEL_REQUEST:
-            self._handle_cancel_notification(params.id)
-            return
-        try:
-            handler = self._get_handler(method_name)
-        except JsonRpcException:
-            return
-        key = f"notification:{uuid.uuid4()}"
-        self._execute_handler(
-            msg_id=key,
-            handler=handler,
-            args=(params,),
-            callback=partial(self._notification_done, method=method_name, key=key),
-        )
+    def notification_failed(self, method: str, error: BaseException) -> None:
+        self._log_failure(method, error)
 
-    def _notification_done(self, future: Future[Any], *, method: str, key: str) -> None:
-        self._request_futures.pop(key, None)  # pygls keeps a notification's future here, and never drops it
-        if not future.cancelled() and (error := future.exception()) is not None:
-            self._log_failure(method, error)
+    async def execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        server = self.nagent_server
+        return await server.commands.execute(server, params.command, params.arguments)
 
-    def _handle_cancel_notification(self, msg_id: MsgId) -> None:
-        future = self._request_futures.pop(msg_id, None)
-        if future is not None:
-            future.cancel()  # only works before the request started (pygls)
-        task = self._server.running.pop(msg_id, None) if isinstance(self._server, NagentServer) else None
-        if task is not None and not task.done():
-            task.cancel()
+    def _json(self, value: Any) -> Any:
+        """json.dumps' fallback for what lsprotocol and pygls hand over: attrs classes and enums."""
+        if attrs.has(type(value)):
+            return self.converter.unstructure(value)
+        if isinstance(value, enum.Enum):
+            return value.value
+        raise TypeError(f"{type(value).__name__} is not JSON")
 
-    def _send_data(self, data: Any) -> None:
-        """pygls' writer, with a reply that cannot be encoded turned into an error reply instead of silence."""
+    def write_message(self, data: Any) -> None:
+        """One message to the client; a reply that cannot be encoded becomes an error reply instead of silence."""
         if not data or self.writer is None:
             return
         try:
-            body = json.dumps(data, default=self._serialize_message)
-        except Exception as exc:  # TypeError, ValueError, RecursionError, pygls' AttributeError for a plain object
+            body = json.dumps(data, default=self._json)
+        except Exception as exc:  # TypeError, ValueError, RecursionError
             log.error("could not encode a message for the client: %s", one_line(exc))
             msg_id = getattr(data, "id", None) if not isinstance(data, dict) else data.get("id")
             if msg_id is None or (getattr(data, "method", None) if not isinstance(data, dict) else data.get("method")):
@@ -441,30 +414,6 @@ class NagentProtocol(LanguageServerProtocol):
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             asyncio.ensure_future(result)
 
-    # -- pygls' generator handlers (initialize, shutdown, executeCommand…) -------------------------------------
-
-    def _run_generator(self, future: Future[Any] | None, *, gen: Any, result_future: Future[Any]) -> None:
-        # pygls lets the CancelledError of a cancelled step escape into the event loop's error log.
-        if future is not None and future.cancelled():
-            gen.close()
-            if not result_future.done():
-                result_future.cancel()
-            return
-        super()._run_generator(future, gen=gen, result_future=result_future)
-
-    @lsp_method(types.SHUTDOWN)
-    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
-        """pygls' shutdown, cancelling a snapshot of the running requests (a cancelled future's callback may
-        drop its own entry while pygls is still iterating over them)."""
-        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
-            yield user_handler, args, None
-        current_id = self.msg_id
-        for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current_id and not future.done():
-                future.cancel()
-        self._shutdown = True
-        return None
-
     @staticmethod
     def _log_failure(method: str, error: BaseException) -> None:
         # One line for the editor; the traceback only reaches the log file / stderr at -v (core.logs).
@@ -474,7 +423,9 @@ class NagentProtocol(LanguageServerProtocol):
 class NagentServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("nagent-lsp", __version__, protocol_cls=NagentProtocol, converter_factory=strict_converter)
-        self.running: dict[int | str, asyncio.Task[Any] | None] = {}  # request id -> the asyncio task serving it
+        self.commands = CommandTable()  # every nagent.* command (lsp/commands.py), run by workspace/executeCommand
+        self.stopping = threading.Event()  # set by shutdown(): the transport stops reading
+        self.tcp_server: asyncio.Server | None = None
         self.session = Session()
         self.client_ready = False
         self.loop: asyncio.AbstractEventLoop | None = None  # the event loop serving the client, once initialized
@@ -507,12 +458,17 @@ class NagentServer(LanguageServer):
 
     # -- transports: pygls' own, on our framing (lsp/transport.py) ----------------------------------------------
 
+    def shutdown(self) -> None:
+        self.stopping.set()
+        if self.tcp_server is not None:
+            self.tcp_server.close()
+        super().shutdown()
+
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        self._stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         reader = _ChunkReader(stdin or sys.stdin.buffer)
         try:
-            asyncio.run(serve(reader, self.nagent_protocol.handle_event, self._stop_event.is_set))
+            asyncio.run(serve(reader, self.nagent_protocol.handle_event, self.stopping.is_set))
         except BrokenPipeError:
             log.error("the connection to the editor is lost; shutting down")
         except (KeyboardInterrupt, SystemExit):
@@ -521,8 +477,7 @@ class NagentServer(LanguageServer):
             self.shutdown()
 
     def start_tcp(self, host: str, port: int) -> None:
-        self._stop_event = stop = threading.Event()
-
+        stop = self.stopping
         exit_code: list[Any] = []
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -535,7 +490,7 @@ class NagentServer(LanguageServer):
                 self.shutdown()
 
         async def main() -> None:
-            self._server = server = await asyncio.start_server(connection, host, port)
+            self.tcp_server = server = await asyncio.start_server(connection, host, port)
             log.info("serving on %s:%s", host, port)
             async with server:
                 await server.serve_forever()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,14 +83,13 @@ def register(server: NagentServer) -> None:
     async def run(ls: NagentServer, args: CodeActionRunArgs) -> dict[str, Any]:
         if args.command not in SHOWN:
             raise JsonRpcInvalidParams(f"command: expected one of {', '.join(sorted(SHOWN))}, got {args.command!r}")
-        handler: Callable[..., Any] | None = ls.protocol.fm.commands.get(args.command)
-        if handler is None:
+        if args.command not in ls.commands:
             raise JsonRpcInvalidParams(f"command: {args.command} is not available")
         show = Shower(ls)
         if args.command in LONG_RUNNING:
             show.started(args.command, args.argument)
         try:
-            result = await handler(args.argument)
+            result = await ls.commands.execute(ls, args.command, [args.argument])
         except JsonRpcException as exc:
             show.message(types.MessageType.Error, f"nagent: {exc.message}")
             raise

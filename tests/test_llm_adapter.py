@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
@@ -17,8 +18,9 @@ import pytest
 
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
+from nagent_lsp.llm import openai_chat
 from nagent_lsp.llm.openai_chat import OpenAIChatModel
-from tests.harness.fake_openai import FakeOpenAI, drop, garbled, slow, status, text
+from tests.harness.fake_openai import FakeOpenAI, drip, drop, garbled, slow, status, text
 
 KEY = "sk-test-SECRET-4f9c2d"
 # Only a guard against a hang (a broken cancellation would wait out a 60 s reply): nothing here measures time.
@@ -139,7 +141,7 @@ async def test_429_then_success_is_retried_honouring_retry_after(fake, retries):
     reply = await make_model(fake).complete(MESSAGES)
     assert reply.text == "ok"
     assert [r.headers["x-stainless-retry-count"] for r in fake.chat_requests] == ["0", "1"]
-    # The SDK waited what the server asked, not its backoff (which make_model shrinks to milliseconds).
+    # The adapter waited what the server asked, not its backoff (which make_model shrinks to milliseconds).
     assert retries.delays == [pytest.approx(0.3)]
 
 
@@ -153,7 +155,7 @@ async def test_repeated_500s_give_up_with_a_clear_error(fake, retries):
     assert fake.base_url in message
     assert len(fake.chat_requests) == 3
     assert fake.pending == 2
-    # The SDK's exponential backoff (0.5 s, then 1 s, less up to 25 % jitter), scaled by make_model's 0.01.
+    # The exponential backoff (0.5 s, then 1 s, less up to 25 % jitter), scaled by make_model's 0.01.
     first, second = retries.delays
     assert 0.00375 <= first <= 0.005 and 0.0075 <= second <= 0.01
 
@@ -189,6 +191,77 @@ async def test_timeout_gives_up_naming_request_timeout(fake):
         await make_model(fake, attempts=1, requestTimeout=1.0).complete(MESSAGES)
     message = str(info.value)
     assert "nagent.requestTimeout (1s)" in message and fake.base_url in message and "attempts" not in message
+
+
+# A body of ~700 bytes dripped 8 bytes every 0.25 s takes ~22 s an attempt: every read comes well within the SDK's
+# per-read timeout, only a deadline on the whole attempt ends it. Two such attempts outlast HANG_GUARD, so without
+# that deadline these tests fail on the guard.
+DRIPPED = "x" * 450
+
+
+async def test_a_dripping_body_is_cut_at_request_timeout_on_every_attempt(fake):
+    fake.script(drip(0.25, DRIPPED), drip(0.25, DRIPPED), "unused")
+    call = make_model(fake, attempts=2, requestTimeout=1.0).complete(MESSAGES)
+    with pytest.raises(ModelError) as info:
+        await asyncio.wait_for(call, HANG_GUARD)
+    message = str(info.value)
+    assert "after 2 attempts" in message and "nagent.requestTimeout (1s)" in message
+    assert info.value.retryable is False
+    assert [r.headers["x-stainless-retry-count"] for r in fake.chat_requests] == ["0", "1"] and fake.pending == 1
+
+
+def test_a_dripping_body_is_cut_at_request_timeout_in_a_worker_thread(fake):
+    fake.script(drip(0.25, DRIPPED), "unused")
+    outcome = joined(*in_thread(lambda: make_model(fake, attempts=1, requestTimeout=1.0).complete_sync(MESSAGES)))
+    assert isinstance(outcome, ModelError) and "nagent.requestTimeout (1s)" in str(outcome)
+    assert outcome.retryable is True  # one attempt allowed: the caller may try again
+    assert len(fake.chat_requests) == 1 and fake.pending == 1
+
+
+async def test_a_slow_but_steady_body_within_the_deadline_is_read_whole(fake):
+    fake.script(drip(0.005, "dripped but in time", size=64))
+    reply = await asyncio.wait_for(make_model(fake, requestTimeout=20.0).complete(MESSAGES), HANG_GUARD)
+    assert reply.text == "dripped but in time" and len(fake.chat_requests) == 1
+
+
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, "past"),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_forms(headers, expected):
+    seconds = openai_chat._retry_after(headers)
+    if expected == "past":
+        assert seconds is not None and seconds < 0  # a date gone by: not waited for (the backoff applies)
+    else:
+        assert seconds == expected
+
+
+def test_no_private_name_of_the_sdk_is_used():
+    """Only the SDK's public surface (issue 22): no subclass of its classes, and no `_name` reached on anything but
+    our own `self` — an SDK upgrade must not be able to change our retries or cancellation behind our back."""
+    tree = ast.parse(Path(openai_chat.__file__).read_text(encoding="utf-8"))
+    subclasses = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and any("openai" in ast.unparse(base) or "OpenAI" in ast.unparse(base) for base in node.bases)
+    ]
+    assert subclasses == []
+    private = {
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+    }
+    assert private <= {"parts._replace"}  # namedtuple's public API
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,9 @@ clients fail fast instead of retrying).
   (any status; ``retry_after`` adds a ``Retry-After`` header, ``param`` adds ``error.param``).
 - ``{"delay": 30, "text": "late"}`` — slow: waits before answering. Every wait is interrupted at once by
   ``close()`` (and ``reset()``), so a test that cancels a slow call still ends quickly.
+- ``{"drip": 0.5, "drip_bytes": 8, "text": "…"}`` — a dribbling provider: the headers at once (the full
+  Content-Length), then the body ``drip_bytes`` bytes (default 8) every ``drip`` seconds, so no single read waits
+  long while the whole reply takes ages (what a per-read timeout never catches). Interrupted like a delay.
 - ``{"fault": "garbled"}`` — a 200 whose JSON body is cut off (in a stream: an event that is not JSON).
 - ``{"fault": "drop"}`` — the connection is closed without any response.
 
@@ -86,6 +89,10 @@ def status(code: int, message: str | None = None, *, retry_after: float | None =
 
 def slow(seconds: float, content: str = "late reply") -> dict:
     return {"delay": seconds, "text": content}
+
+
+def drip(every: float, content: str = "dripped reply", *, size: int = 8) -> dict:
+    return {"drip": every, "drip_bytes": size, "text": content}
 
 
 def garbled() -> dict:
@@ -407,7 +414,23 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if usage is not None:
             payload["usage"] = usage
+        if entry.get("drip"):
+            self._drip(json.dumps(payload).encode(), float(entry["drip"]), int(entry.get("drip_bytes") or 8))
+            return
         self._send_json(200, payload)
+
+    def _drip(self, data: bytes, every: float, size: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        for start in range(0, len(data), size):
+            if not self.server_fake._sleep(every, self._generation):
+                self._drop()
+                return
+            self.wfile.write(data[start : start + size])
+            self.wfile.flush()
 
     @staticmethod
     def _usage(entry: dict, request: RecordedRequest, content: str) -> dict | None:

@@ -1,28 +1,37 @@
 """Chat completions through the openai SDK: the only module that imports `openai` (DESIGN §3).
 
-Works against OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp) through the base URL.
-Retries are the SDK's (`max_retries`): 408, 409, 429, 5xx, timeouts and dropped connections, backing off
-0.5 s doubling to 8 s with jitter, or as Retry-After / retry-after-ms say (up to 2 min). A 200 whose body
-does not parse is not retried, by the SDK or us: the (billed) generation ran, and such a body is nearly
-always a misconfigured endpoint that answers alike again; a body cut short on the wire is a transport
-error, which the SDK retries. Ours: readable messages per failure, one adaptation when a model refuses
+Works against OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp) through the base URL, using the
+SDK's public surface only (its clients, `chat.completions.create`, its exception classes): no private name of the SDK
+is overridden or called, so an SDK upgrade cannot change our retry or cancel behaviour behind our back.
+
+One call path (`_complete`), for the async and the blocking form alike (`complete_sync` runs it on an event loop of
+its own). Retries are ours, with the SDK's own switched off (`max_retries=0`): 408, 409, 429, 5xx, timeouts and dropped
+connections are tried again up to `attempts` requests in all, backing off 0.5 s doubling to 8 s less up to 25 % jitter,
+or as Retry-After / retry-after-ms say (up to 2 min; longer is not waited for); a server's `x-should-retry` is obeyed.
+`nagent.requestTimeout` bounds each attempt end to end (`_attempt`): connecting, sending and reading the whole reply,
+so a provider that drips its body a few bytes at a time is cut off at the deadline like one that never answers; the
+waits between attempts are not part of it. A 200 whose body does not parse is not retried: the (billed) generation
+ran, and such a body is nearly always a misconfigured endpoint that answers alike again; a body cut short on the wire
+is a transport error, retried. Ours too: readable messages per failure, one adaptation when a model refuses
 `temperature` or the max-tokens parameter, cancellation by an event, and the key never in an error or log.
 Every ModelError says whether calling again could help (`retryable`, core.model): never for a refusal that
-repeats (400/401/403/404) nor once the SDK's retries are spent, so callers do not multiply them; a retry wait of a
+repeats (400/401/403/404) nor once our retries are spent, so callers do not multiply them; a retry wait of a
 second or more is announced through core.model.retry_notice, so a long Retry-After shows in the editor's progress.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
+import math
+import random
 import re
-import socket
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -47,9 +56,13 @@ log = logging.getLogger(__name__)
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers ignore the key, but the SDK (and some proxies) insist on an Authorization header.
 PLACEHOLDER_KEY = "nagent-no-key"
-DEFAULT_ATTEMPTS = 4  # the SDK's max_retries=3
+DEFAULT_ATTEMPTS = 4  # requests per call, retries included
 NOTICE_WAIT = 1.0  # seconds: a retry wait at least this long is shown to the user (core.model.retry_notice)
-_TRANSIENT = (408, 409, 429)  # statuses the SDK retries, with 5xx
+_TRANSIENT = (408, 409, 429)  # statuses worth another attempt, with 5xx
+INITIAL_RETRY_DELAY = 0.5  # seconds, doubling per retry up to MAX_RETRY_DELAY, less up to 25 % jitter
+MAX_RETRY_DELAY = 8.0
+MAX_RETRY_AFTER = 120.0  # a server's Retry-After is honoured up to this; a longer one ends the call
+RETRY_COUNT_HEADER = "x-stainless-retry-count"  # the SDK's numbering of a call's requests, kept for providers
 _STATUS_MESSAGES = {  # by HTTP status (500: any 5xx; 0: any other)
     401: "The model server at {where} rejected the API key (HTTP 401: {detail}). Check the key in {env} "
     "(nagent.apiKeyEnv) and nagent.baseUrl.",
@@ -74,16 +87,16 @@ class _Call:
 
     payload: list[Any]
     params: dict[str, Any]
-    cancel: asyncio.Event | threading.Event | None
+    cancel: asyncio.Event | None
     adapted: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
 class _Failure:
     message: str  # already redacted
-    attempts: int = 1  # requests the SDK made, its retries included
+    transient: bool = False  # may pass on another attempt (a timeout, a dropped connection, 408/409/429/5xx)
+    retry_after: float | None = None  # seconds the server asked to wait (Retry-After, retry-after-ms)
     drop_param: str | None = None  # an optional parameter the server refused; call again without it
-    retryable: bool = False  # a failure that may pass on another call, and that the SDK did not retry itself
 
 
 def not_configured_message(api_key_env: str) -> str:
@@ -109,8 +122,8 @@ class OpenAIChatModel:
         attempts: int = DEFAULT_ATTEMPTS,
         backoff_scale: float = 1.0,
     ):
-        """`backoff_scale` multiplies the SDK's own backoff (tests shrink it); a server's Retry-After is
-        honoured as sent."""
+        """`attempts`: requests per call, retries included. `backoff_scale` multiplies our backoff between them
+        (tests shrink it); a server's Retry-After is honoured as sent."""
         env = process_environ() if environ is None else environ  # the held key variables count
         self.model = settings.model
         self.api_key_env = settings.apiKeyEnv
@@ -157,18 +170,8 @@ class OpenAIChatModel:
         Raises ModelNotConfigured, ModelCancelled (cancel event set, or this task cancelled) or ModelError.
         """
         self._require_configured()
-        client, call = self._loop_client(), self._start(messages, stop, cancel)
-        create = client.chat.completions.create
         try:
-            while True:
-                try:
-                    response = await _race(
-                        lambda: create(model=self.model, messages=call.payload, **call.params), cancel
-                    )
-                except (_sdk().OpenAIError, ValueError) as exc:
-                    response = self._failure(exc)
-                if (reply := self._settle(call, response)) is not None:
-                    return reply
+            return await self._complete(self._loop_client(), self._start(messages, stop, cancel))
         except asyncio.CancelledError:
             raise _TaskCancelled("The model call was cancelled.") from None
 
@@ -179,25 +182,11 @@ class OpenAIChatModel:
         stop: list[str] | None = None,
         cancel: threading.Event | None = None,
     ) -> Reply:
-        """Blocking form for worker threads (history summaries; never an event loop's thread), on the SDK's
-        sync client. Setting `cancel` ends the call within a fraction of a second: before a request, in a
-        retry wait, or by shutting the connection of the request in flight."""
+        """Blocking form for worker threads (history summaries; never an event loop's thread): the same call as
+        `complete`, on an event loop and a client of its own. Setting `cancel` ends the call within a fraction of a
+        second: before a request, in a retry wait, or by closing the connection of the request in flight."""
         self._require_configured()
-        client, call = self._new_client(sync=True), self._start(messages, stop, cancel)
-        client.cancel, done = cancel, threading.Event()
-        try:
-            if cancel is not None:
-                threading.Thread(target=_watch, args=(cancel, done, client.abort), daemon=True).start()
-            while True:
-                try:
-                    response = client.chat.completions.create(model=self.model, messages=call.payload, **call.params)
-                except (_sdk().OpenAIError, ValueError) as exc:
-                    response = self._failure(exc)
-                if (reply := self._settle(call, response)) is not None:
-                    return reply
-        finally:
-            done.set()
-            client.close()
+        return asyncio.run(self._complete_detached(self._start(messages, stop, None), cancel))
 
     async def aclose(self) -> None:
         client, self._client, self._client_loop = self._client, None, None
@@ -208,9 +197,76 @@ class OpenAIChatModel:
     # Failures become values (already redacted) inside the `except`, and are raised only outside it, so no
     # ModelError ever chains the SDK's exception, whose request object holds the key.
 
-    def _start(
-        self, messages: Sequence[Message], stop: list[str] | None, cancel: asyncio.Event | threading.Event | None
-    ) -> _Call:
+    async def _complete(self, client: openai.AsyncOpenAI, call: _Call) -> Reply:
+        """The call: attempts, each within requestTimeout, with a backoff (or the server's Retry-After) between
+        them, until a reply, a failure that another attempt would not change, or `attempts` requests."""
+        attempt = 1
+        while True:
+            try:
+                response = await _race(functools.partial(self._attempt, client, call, attempt), call.cancel)
+            except (_sdk().OpenAIError, ValueError, TimeoutError) as exc:
+                response = self._failure(exc)
+            if isinstance(response, _Failure) and self._retries(response, attempt, call):
+                await self._pause(response, attempt, call)
+                attempt += 1
+                continue
+            if (reply := self._settle(call, response, attempt)) is not None:
+                return reply
+
+    async def _attempt(self, client: openai.AsyncOpenAI, call: _Call, attempt: int) -> Any:
+        """One request, end to end (connect, send, the whole reply) within requestTimeout: the SDK's timeout alone
+        bounds each read, not their sum, and a provider dripping its body would hold the call indefinitely.
+        Streaming (issue 23) slots in here, reading the chunks inside the same deadline, with an idle timeout
+        between chunks added, so a stalled stream ends long before the deadline does."""
+        async with asyncio.timeout(self.request_timeout):
+            return await client.chat.completions.create(
+                model=self.model,
+                messages=call.payload,
+                extra_headers={RETRY_COUNT_HEADER: str(attempt - 1)},
+                **call.params,
+            )
+
+    async def _complete_detached(self, call: _Call, cancel: threading.Event | None) -> Reply:
+        """`complete_sync`'s call, on this thread's own loop: `cancel` (a threading.Event) is mirrored into the
+        asyncio event the call path watches, and the client lives and dies with the call."""
+        client, stop = self._new_client(), asyncio.Event()
+        if cancel is not None:
+            call.cancel = asyncio.Event()
+            if cancel.is_set():  # set before the call: nothing is sent
+                call.cancel.set()
+            mirror = asyncio.ensure_future(_mirror(cancel, call.cancel, stop))
+        try:
+            return await self._complete(client, call)
+        finally:
+            stop.set()
+            if cancel is not None:
+                await mirror
+            await client.close()
+
+    def _retries(self, failure: _Failure, attempt: int, call: _Call) -> bool:
+        """Whether to make another attempt after `failure`: a transient one, attempts left, not cancelled, and no
+        Retry-After longer than we wait."""
+        if not failure.transient or attempt >= self.attempts:
+            return False
+        if call.cancel is not None and call.cancel.is_set():
+            return False
+        return failure.retry_after is None or failure.retry_after <= MAX_RETRY_AFTER
+
+    async def _pause(self, failure: _Failure, attempt: int, call: _Call) -> None:
+        """The wait before attempt `attempt + 1`: what the server asked, else our backoff; announced when long."""
+        asked = failure.retry_after is not None and failure.retry_after > 0
+        if asked:
+            delay = float(failure.retry_after or 0)
+        else:
+            backoff = min(INITIAL_RETRY_DELAY * 2.0 ** (attempt - 1), MAX_RETRY_DELAY)
+            delay = backoff * (1 - 0.25 * random.random()) * self.backoff_scale
+        log.info("model call failed; retrying in %.2fs (%d retries left)", delay, self.attempts - attempt)
+        notice = retry_notice.get()
+        if notice is not None and delay >= NOTICE_WAIT:
+            notice(delay, "the model server asked to wait (Retry-After)" if asked else "the model call failed")
+        await _race(lambda: asyncio.sleep(delay), call.cancel)
+
+    def _start(self, messages: Sequence[Message], stop: list[str] | None, cancel: asyncio.Event | None) -> _Call:
         params: dict[str, Any] = {self._tokens_param: self.max_output_tokens}
         if self.temperature is not None:
             params["temperature"] = self.temperature
@@ -218,7 +274,7 @@ class OpenAIChatModel:
             params["stop"] = stop
         return _Call([{"role": m.role, "content": m.content} for m in messages], params, cancel)
 
-    def _settle(self, call: _Call, response: Any) -> Reply | None:
+    def _settle(self, call: _Call, response: Any, attempt: int) -> Reply | None:
         """The reply; None when the call's params were adapted to a refused parameter (call again); else raise."""
         failure = response if isinstance(response, _Failure) else self._reply(call.payload, response)
         if isinstance(failure, Reply):
@@ -231,11 +287,10 @@ class OpenAIChatModel:
             self._adapt(call.params, failure.drop_param)
             log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
             return None
-        if failure.attempts > 1:
-            raise ModelError(
-                f"The model call failed after {failure.attempts} attempts: {failure.message}", retryable=False
-            )
-        raise ModelError(failure.message, retryable=failure.retryable)
+        if attempt > 1:
+            raise ModelError(f"The model call failed after {attempt} attempts: {failure.message}", retryable=False)
+        # A transient failure is worth another call only when this adapter was not allowed to retry it itself.
+        raise ModelError(failure.message, retryable=failure.transient and self.attempts == 1)
 
     def _reply(self, payload: list[Any], response: Any) -> Reply | _Failure:
         choices = getattr(response, "choices", None) or []
@@ -254,32 +309,30 @@ class OpenAIChatModel:
 
     def _failure(self, exc: Exception) -> _Failure:
         openai, where = _sdk(), self.display_base_url
-        try:  # the SDK numbers its requests in this header: how many it made, retries included
-            attempts = int(exc.request.headers.get("x-stainless-retry-count", 0)) + 1  # type: ignore[attr-defined]
-        except (AttributeError, TypeError, ValueError):
-            attempts = 1
-        # Transient failures are the SDK's to retry; one is worth another call only when its retries are off.
-        transient = self.attempts == 1
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
             timeout = f"nagent.requestTimeout ({self.request_timeout:g}s)"
             message = f"no answer within {timeout} from {where}; raise requestTimeout for a slow model"
-            return _Failure(message, attempts, retryable=transient)
+            return _Failure(message, transient=True)
         if isinstance(exc, openai.APIConnectionError):
             cause = self._scrub(type(exc.__cause__ or exc.__context__ or exc).__name__)
             hint = "check nagent.baseUrl and that the server is running"
             message = f"the connection to {where} failed or was dropped ({cause}); {hint}"
-            return _Failure(message, attempts, retryable=transient)
+            return _Failure(message, transient=True)
         if not isinstance(exc, openai.APIStatusError):
-            return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})", attempts)
+            return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})")
         code, body = exc.status_code, exc.body  # body: the JSON `error` object, or the text
         detail = (body.get("message") or body.get("detail") or body) if isinstance(body, Mapping) else body
         detail = self._scrub(str(detail or exc.response.reason_phrase or "no detail"))
         if code == 400 and exc.param in ("temperature", self._tokens_param) and "unsupported" in detail.lower():
-            return _Failure(f"HTTP 400 from {where}: {detail}", attempts, drop_param=exc.param)
+            return _Failure(f"HTTP 400 from {where}: {detail}", drop_param=exc.param)
         template = _STATUS_MESSAGES.get(min(code, 500), _STATUS_MESSAGES[0])
         fields = {"where": where, "code": code, "detail": detail, "env": self.api_key_env, "model": self.model}
-        retryable = transient and (code in _TRANSIENT or code >= 500)  # 400/401/403/404… answer alike every time
-        return _Failure(template.format(**fields), attempts, retryable=retryable)
+        headers = exc.response.headers
+        transient = code in _TRANSIENT or code >= 500  # 400/401/403/404… answer alike every time
+        told = headers.get("x-should-retry")  # a server that says whether to retry is obeyed
+        if told in ("true", "false"):
+            transient = told == "true"
+        return _Failure(template.format(**fields), transient=transient, retry_after=_retry_after(headers))
 
     def _adapt(self, params: dict[str, Any], param: str) -> None:
         if param == "temperature":
@@ -303,22 +356,22 @@ class OpenAIChatModel:
         text = re.sub(r"(?i)(bearer\s+)[^\s'\",}]+", r"\1[redacted]", text)
         return text[:500]
 
-    def _new_client(self, sync: bool) -> Any:
-        async_client, sync_client = _client_classes()
-        client = (sync_client if sync else async_client)(
+    def _new_client(self) -> openai.AsyncOpenAI:
+        openai = _sdk()
+        # The SDK's timeout bounds each connect and read; `_attempt` bounds their sum. Its retries are off: ours
+        # give every attempt its own deadline, and need none of its private hooks to scale, announce or cancel a wait.
+        return openai.AsyncOpenAI(
             api_key=self._key or PLACEHOLDER_KEY,
             base_url=self.base_url or OPENAI_BASE_URL,
             timeout=self.request_timeout,
-            max_retries=self.attempts - 1,
+            max_retries=0,
         )
-        client.backoff_scale = self.backoff_scale
-        return client
 
     def _loop_client(self) -> openai.AsyncOpenAI:
         # Connection pools are bound to the loop that made them: one client per running loop.
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client, self._client_loop = self._new_client(sync=False), loop
+            self._client, self._client_loop = self._new_client(), loop
         return self._client
 
 
@@ -338,68 +391,24 @@ def _sdk() -> Any:
     return openai
 
 
-@functools.cache
-def _client_classes() -> tuple[type, type]:
-    """The SDK's clients with small overrides. `_prepare_request` is the SDK's hook for subclasses;
-    `_calculate_retry_timeout` and `_sleep_for_retry` are its retry loop's delay and wait (_base_client.py).
-    Imported and defined on first use: the SDK takes over half a second to import, which server start-up
-    and model-less commands should not pay."""
-    import openai
-
-    class Backoff:
-        backoff_scale = 1.0
-
-        def _calculate_retry_timeout(self, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
-            delay = super()._calculate_retry_timeout(remaining_retries, options, response_headers)  # type: ignore[misc]
-            asked = bool(
-                response_headers and ("retry-after" in response_headers or "retry-after-ms" in response_headers)
-            )
-            if not asked:
-                delay *= self.backoff_scale  # the SDK's own backoff; a server's Retry-After is left as sent
-            log.info("model call failed; retrying in %.2fs (%d retries left)", delay, remaining_retries)
-            notice = retry_notice.get()
-            if notice is not None and delay >= NOTICE_WAIT:
-                notice(delay, "the model server asked to wait (Retry-After)" if asked else "the model call failed")
-            return delay
-
-    class AsyncClient(Backoff, openai.AsyncOpenAI):
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a server asked to wait: retry-after-ms, else Retry-After (seconds or an HTTP date); None if neither
+    is readable."""
+    try:
+        return float(headers.get("retry-after-ms", "")) / 1000
+    except ValueError:
         pass
-
-    class SyncClient(Backoff, openai.OpenAI):
-        """Cancelled by `cancel` (a threading.Event): checked before each request, it ends a retry wait
-        early, and `abort()` shuts the socket of the request in flight (found by httpcore's trace extension)."""
-
-        cancel: threading.Event | None = None
-        _socket: Any = None
-
-        def _prepare_request(self, request: Any) -> None:
-            if self.cancel is not None:
-                if self.cancel.is_set():
-                    raise ModelCancelled("The model call was cancelled.")
-                request.extensions["trace"] = self._trace
-
-        def _trace(self, event: str, info: dict[str, Any]) -> None:
-            if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
-                self._socket = info["return_value"].get_extra_info("socket")
-
-        def abort(self) -> None:
-            if self._socket is not None:
-                # close() would not wake the thread blocked reading it; shutdown does. The plain socket's method:
-                # ssl.SSLSocket's own would also drop the TLS object from under that thread.
-                with contextlib.suppress(OSError):
-                    socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
-
-        def _sleep_for_retry(self, *, retries_taken: int, max_retries: int, options: Any, response: Any) -> None:
-            if self.cancel is None:
-                return super()._sleep_for_retry(
-                    retries_taken=retries_taken, max_retries=max_retries, options=options, response=response
-                )
-            # The SDK's wait, ended early by `cancel`: the next request's _prepare_request then raises.
-            self.cancel.wait(
-                self._calculate_retry_timeout(max_retries - retries_taken, options, getattr(response, "headers", None))
-            )
-
-    return AsyncClient, SyncClient
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError):
+            return None
+    return seconds if math.isfinite(seconds) else None
 
 
 async def _race(call: Any, cancel: asyncio.Event | None) -> Any:
@@ -422,11 +431,13 @@ async def _race(call: Any, cancel: asyncio.Event | None) -> Any:
     return task.result()
 
 
-def _watch(cancel: threading.Event, done: threading.Event, abort: Any) -> None:
-    # Aborts again while the call lasts: a connection opened as `cancel` was set is shut on the next round.
-    while not done.wait(0.1):
-        if cancel.is_set():
-            abort()
+async def _mirror(source: threading.Event, target: asyncio.Event, stop: asyncio.Event) -> None:
+    """Set `target` once `source` (set from another thread) is; a 50 ms poll, until `stop`."""
+    while not source.is_set():
+        if stop.is_set():
+            return
+        await asyncio.sleep(0.05)
+    target.set()
 
 
 def strip_userinfo(url: str) -> str:

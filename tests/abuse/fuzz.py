@@ -50,6 +50,9 @@ COMMANDS = (
     "nagent.recipes.list",
     "nagent.recipe.run",
     "nagent.codeAction.run",
+    "nagent.trust.status",
+    "nagent.trust",
+    "nagent.trust.revoke",
 )
 CHEAP_COMMANDS = ("nagent.status", "nagent.history", "nagent.coedits", "nagent.conversation.list")
 UNUSUAL_METHODS = (
@@ -244,8 +247,10 @@ class Fuzzer:
     def _plausible(self, name: str) -> dict[str, Any]:
         """An argument shaped as the command expects, with values from the edges: it reaches the operation."""
         number = self.rng.choice([0, 1, 3, -1, 10**9, 2**31])
-        text = self.rng.choice(["ABUSE:fuzz-edit", "ABUSE:fuzz-edit " + "x" * 3000, "", "ABUSE:fuzz-edit\u0000"])
-        names = ["keep", "../escape", "a/b", "..", "", "n" * 300, "é", ".hidden", "CON"]
+        text = self.rng.choice(
+            ["ABUSE:fuzz-edit", "ABUSE:fuzz-edit " + "x" * 3000, "", "ABUSE:fuzz-edit\u0000", "ABUSE:fuzz-edit\ud800"]
+        )
+        names = ["keep", "../escape", "a/b", "..", "", "n" * 300, "é", ".hidden", "CON", "lone\ud800"]
         fields: dict[str, dict[str, Any]] = {
             "nagent.history": {"maxCommits": number},
             "nagent.coedits": {"limit": number},
@@ -263,6 +268,8 @@ class Fuzzer:
             },
             "nagent.review.discard": {"id": self.rng.choice(names), "hunks": self.rng.choice([["h1"], ["../x"]])},
             "nagent.recipe.run": {"recipe": self.rng.choice(names), "request": text},
+            # Never the definitions' real hash: the campaign's repository definitions must stay untrusted.
+            "nagent.trust": {"hash": self.rng.choice([*names, "0" * 64])},
             "nagent.codeAction.run": {
                 "command": self.rng.choice(["nagent.status", "nagent.history", "nagent.codeAction.run", "x"]),
                 "argument": {"uri": self._uri()},

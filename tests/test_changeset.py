@@ -282,7 +282,8 @@ async def test_hunks_changed_beyond_merge_are_conflicts_and_never_half_applied(p
         assert "test_app.py" in only["reason"] and "nothing was applied" in only["reason"]
         assert not editor.recorded.apply_edits and editor.text(test_file) == users
         convo = await conversation_of(editor, target)
-        assert f"Not applied, the file changed beyond merge: {test_hunk}" in convo and "def test_sub():" in convo
+        assert f"Not applied, its lines changed since the proposal was made: {test_hunk}" in convo
+        assert "def test_sub():" in convo
         # The hunks that still apply apply whole; the conflicting one is no longer pending.
         rest = await editor.command("nagent.review.apply", {"id": proposal["id"]})
         assert rest["applied"] is True and rest["conflicts"] == [] and editor.text(target) == NEW_APP, rest
@@ -488,3 +489,52 @@ async def test_outside_selection_is_reported(workspace, editors, fake_model) -> 
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "x", "range": selection})
     assert result["applied"] is True
     assert result["outsideSelection"] is True and result["outsideLines"] == [{"uri": editor.uri(target), "lines": [1]}]
+
+
+FORTY = "".join(f"line{i} = {i}\n" for i in range(1, 41))
+
+
+async def propose_text(editor, fake_model, target: Path, new_text: str) -> dict:
+    fake_model.script(text(write(target.name, new_text)), DONE)
+    result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "one line", "preview": True})
+    assert result["reason"] == "awaiting review", result
+    return result["proposal"]
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot"])
+async def test_proposals_on_adjacent_lines_both_apply(profile, workspace, editors, fake_model) -> None:
+    build_repo(workspace, [Commit("forty", {"forty.py": FORTY})])
+    target = workspace / "forty.py"
+    async with editors.open(profile, workspace, model=True) as editor:
+        editor.open(target)
+        line20 = await propose_text(editor, fake_model, target, FORTY.replace("line20 = 20", "line20 = 'twenty'"))
+        line21 = await propose_text(editor, fake_model, target, FORTY.replace("line21 = 21", "line21 = 'twenty-one'"))
+        first = await editor.command("nagent.review.apply", {"id": line20["id"]})
+        assert first["applied"] is True and first["conflicts"] == [], first
+        shown = await editor.command("nagent.review.show", {"id": line21["id"]})
+        assert [h["applies"] for f in shown["files"] for h in f["hunks"]] == [True]
+        second = await editor.command("nagent.review.apply", {"id": line21["id"]})
+        assert second["applied"] is True and second["conflicts"] == [], second
+        both = FORTY.replace("line20 = 20", "line20 = 'twenty'").replace("line21 = 21", "line21 = 'twenty-one'")
+        assert editor.text(target) == both
+        assert (await editor.command("nagent.review.list", {}))["proposals"] == []
+
+
+@pytest.mark.parametrize("profile", ["vscode", "eglot"])
+async def test_a_review_conflict_says_which_lines_changed(profile, workspace, editors, fake_model) -> None:
+    build_repo(workspace, [Commit("forty", {"forty.py": FORTY})])
+    target = workspace / "forty.py"
+    async with editors.open(profile, workspace, model=True) as editor:
+        editor.open(target)
+        proposal = await propose_text(editor, fake_model, target, FORTY.replace("line21 = 21", "line21 = 'model'"))
+        (hunk,) = [h["id"] for f in proposal["files"] for h in f["hunks"]]
+        users = FORTY.replace("line21 = 21", "line21 = 'the user'")
+        editor.change(target, users)
+        result = await editor.command("nagent.review.apply", {"id": proposal["id"]})
+        assert result["applied"] is False and result["conflicts"] == [hunk], result
+        assert (
+            f"the lines of {hunk} changed since the proposal was made (another change touched lines 21-21) in forty.py"
+            in result["reason"]
+        ), result
+        assert "while the model worked" not in result["reason"] and "nothing was applied" in result["reason"]
+        assert editor.text(target) == users

@@ -8,7 +8,7 @@ Operations never import pygls/lsprotocol or openai; the LSP layer and the CLI ea
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -71,6 +71,25 @@ class ApplyOutcome:
 
 
 @dataclass(frozen=True)
+class RecordWrite:
+    """A file of nagent's own state that must agree with a change set (its patch, a proposal's record); `text`
+    None deletes the file."""
+
+    path: Path
+    text: str | None
+
+
+@dataclass(frozen=True)
+class Records:
+    """What `apply_changes` writes with the change set once it knows what each file became (`make`, given the
+    applied files). The disk port writes them in the same transaction as the files (all or nothing, journalled in
+    `state_root`); the editor port once the editor applied the edit."""
+
+    state_root: Path
+    make: Callable[[Sequence[FileOutcome]], Sequence[RecordWrite]]
+
+
+@dataclass(frozen=True)
 class ReviewMark:
     """One pending hunk of a proposal, as a document shows it (the zero-plugin review: a Hint diagnostic)."""
 
@@ -103,9 +122,12 @@ class EditorPort(Protocol):
 
     async def apply_change(self, change: FileChange) -> ApplyOutcome: ...
 
-    async def apply_changes(self, changes: Sequence[FileChange], label: str) -> ApplyOutcome:
-        """The whole change set at once (DESIGN §9): each file merged three ways against its current text; a
-        conflict in any file applies nothing (`conflict` names it); else one delivery of every file."""
+    async def apply_changes(
+        self, changes: Sequence[FileChange], label: str, records: Records | None = None
+    ) -> ApplyOutcome:
+        """The whole change set at once (DESIGN §9), planned by `text.merge.plan_change_set`: each file merged three
+        ways against its current text; a conflict in any file applies nothing (`conflict` names it); else one
+        delivery of every file, with `records` (see `Records`)."""
 
     def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
         """Show the pending hunks of a document (none: clear them)."""

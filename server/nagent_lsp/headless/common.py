@@ -13,6 +13,7 @@ from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.model import ModelError
 from nagent_lsp.operations.session import Session
+from nagent_lsp.store.transaction import recover_all
 
 
 def session_for(path: Path) -> Session:
@@ -23,6 +24,8 @@ def session_for(path: Path) -> Session:
     session = Session(workspace_folders=[folder])
     for problem in session.reload():
         print(f"warning: {problem}", file=sys.stderr)
+    # A change set a killed command left half written is finished (or undone) before anything reads the files.
+    recover_all([session.state_root(f).path for f in session.workspace_folders])
     return session
 
 

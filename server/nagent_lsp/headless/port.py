@@ -1,16 +1,20 @@
-"""EditorPort for the terminal: buffers are the files on disk, a change is an atomic write, questions go to a TTY."""
+"""EditorPort for the terminal: buffers are the files on disk, a change set is one transaction (`store.transaction`),
+questions go to a TTY."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, ReviewMark
-from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.config.state_root import resolve_state_root
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, Records, ReviewMark
 from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.store.root import ensure_root
+from nagent_lsp.store.transaction import Write, commit
 from nagent_lsp.text.edits import minimal_edits
-from nagent_lsp.text.merge import plan_change
+from nagent_lsp.text.merge import Current, plan_change_set
 
 
 class DiskPort:
@@ -30,32 +34,36 @@ class DiskPort:
         final = outcome.files[0].final_text if outcome.files else outcome.final_text
         return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
 
-    async def apply_changes(self, changes: Sequence[FileChange], label: str) -> ApplyOutcome:
-        """Every file merged three ways against the disk first; a conflict writes nothing; then atomic writes."""
-        planned: list[FileOutcome] = []
-        for change in changes:
-            exists = change.path.exists()
-            current = read_disk_text(change.path) if exists else ""
-            if change.created and exists:
-                if current == change.new_text:
-                    continue
-                reason = f"conflict: {change.path} was created meanwhile with other content; nothing was applied"
-                return ApplyOutcome(False, 0, reason, conflict=change.path)
-            plan = plan_change(change.base_text, current, change.new_text)
-            if plan.target is None:
-                if plan.reason == "no change" and not (change.created and not exists):
-                    continue
-                if plan.reason != "no change":
-                    why = f"{plan.reason} (in {change.path})" if len(changes) > 1 else plan.reason
-                    return ApplyOutcome(False, 0, why, current, conflict=change.path)
-            target = plan.target if plan.target is not None else change.new_text
-            edits = len(minimal_edits(current, target, "utf-32")) or 1
-            planned.append(FileOutcome(change.path, change.uri, edits, change.created, current, target))
-        if not planned:
-            return ApplyOutcome(False, 0, "no change")
-        for outcome in planned:
-            atomic_write_text(outcome.path, outcome.final_text)
-        return ApplyOutcome(True, sum(o.edits for o in planned), None, planned[0].final_text, tuple(planned))
+    async def apply_changes(
+        self, changes: Sequence[FileChange], label: str, records: Records | None = None
+    ) -> ApplyOutcome:
+        """Every file merged three ways against the disk first (`plan_change_set`); a conflict writes nothing; then
+        the files and `records` are written as one transaction (`store.transaction`): all of them or none, even when
+        the process is killed halfway."""
+        plan = plan_change_set(changes, _on_disk)
+        if plan.conflict is not None:
+            return ApplyOutcome(False, 0, plan.reason, plan.conflict_text, conflict=plan.conflict)
+        if not plan.files:
+            return ApplyOutcome(False, 0, plan.reason or "no change")
+        files = tuple(
+            FileOutcome(
+                p.change.path,
+                p.uri,
+                len(minimal_edits(p.current, p.target, "utf-32")) or 1,
+                p.change.created,
+                p.current,
+                p.target,
+            )
+            for p in plan.files
+        )
+        writes = [Write(f.path, f.final_text.encode("utf-8")) for f in files]
+        if records is not None:
+            state_root = records.state_root
+            writes += [Write(r.path, None if r.text is None else r.text.encode("utf-8")) for r in records.make(files)]
+        else:
+            state_root = resolve_state_root(files[0].path, self.folders).path
+        await asyncio.to_thread(commit, ensure_root(state_root), writes)
+        return ApplyOutcome(True, sum(f.edits for f in files), None, files[0].final_text, files)
 
     def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
         return None  # the CLI shows a proposal as a diff
@@ -94,3 +102,9 @@ class DiskPort:
     def _say(self, text: str) -> None:
         if not self.quiet:
             print(text, file=sys.stderr)
+
+
+def _on_disk(change: FileChange) -> Current:
+    """The CLI has no buffers: a file's current text is the disk's (None: it does not exist)."""
+    exists = change.path.exists()
+    return Current(read_disk_text(change.path) if exists else None, None, change.uri)

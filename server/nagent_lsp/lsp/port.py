@@ -19,13 +19,14 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, ReviewMark
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, Records, ReviewMark
 from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.store.root import ensure_root
+from nagent_lsp.store.transaction import Write, commit
 from nagent_lsp.text.edits import TextEditSpec, minimal_edits
-from nagent_lsp.text.merge import plan_change
+from nagent_lsp.text.merge import Current, plan_change_set
 
 log = logging.getLogger("nagent_lsp")
 
@@ -87,17 +88,20 @@ class LspPort:
         final = outcome.files[0].final_text if outcome.files else outcome.final_text
         return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
 
-    async def apply_changes(self, changes: Sequence[FileChange], label: str) -> ApplyOutcome:
+    async def apply_changes(
+        self, changes: Sequence[FileChange], label: str, records: Records | None = None
+    ) -> ApplyOutcome:
         """One `workspace/applyEdit` for the whole change set (DESIGN §9). A refusal that says the version was stale
-        is retried once against the latest text; any other refusal (the user said no) is the answer."""
+        is retried once against the latest text; any other refusal (the user said no) is the answer. New files the
+        editor cannot create and `records` are written (one transaction) once the editor applied the edit."""
         if not caps.supports_apply_edit(self.server.client_capabilities):
             return ApplyOutcome(False, 0, "the editor does not support workspace/applyEdit")
-        outcome, sent = await self._send_all(changes, label, attempt=1)
+        outcome, sent = await self._send_all(changes, label, 1, records)
         if outcome.applied or sent is None or not self._stale(outcome.reason or "", sent):
             return outcome
         # A client whose didChange lags (eglot's idle timer) rejects a versioned edit: let it catch up, retry once.
         await asyncio.sleep(SETTLE_DELAY)
-        return (await self._send_all(changes, label, attempt=2))[0]
+        return (await self._send_all(changes, label, 2, records))[0]
 
     def _stale(self, reason: str, sent: list[_Planned]) -> bool:
         if _STALE.search(reason):
@@ -108,39 +112,36 @@ class LspPort:
                 return True
         return False
 
+    def _current(self, change: FileChange) -> Current:
+        """A file's text as the editor has it: its open buffer, else the disk (None: no such file)."""
+        buffer = self.read_buffer(change.path)
+        if buffer is not None:
+            return Current(buffer.text, buffer.version, buffer.uri)
+        if not change.path.exists():
+            return Current(None, None, change.uri)
+        return Current(read_disk_text(change.path), None, change.uri)
+
     def _plan(self, changes: Sequence[FileChange]) -> tuple[list[_Planned], ApplyOutcome | None]:
-        planned: list[_Planned] = []
+        """The change set planned by the one planner every port shares (`text.merge.plan_change_set`), each
+        file's edits in the editor's position encoding."""
+        plan = plan_change_set(changes, self._current)
+        if plan.conflict is not None:
+            return [], ApplyOutcome(False, 0, plan.reason, plan.conflict_text, conflict=plan.conflict)
         encoding = self.encoding()
-        for change in changes:
-            buffer = self.read_buffer(change.path)
-            if buffer is not None:
-                current: str | None = buffer.text
-                version, uri = buffer.version, buffer.uri
-            else:
-                current = None if change.created and not change.path.exists() else read_disk_text(change.path)
-                version, uri = None, change.uri
-            if change.created:
-                if current is None:
-                    planned.append(_Planned(change, uri, version, "", change.new_text, []))
-                    continue
-                if current == change.new_text:
-                    continue
-                reason = f"conflict: {change.path} was created meanwhile with other content; nothing was applied"
-                return [], ApplyOutcome(False, 0, reason, conflict=change.path)
-            assert current is not None
-            plan = plan_change(change.base_text, current, change.new_text)
-            if plan.target is None:
-                if plan.reason == "no change":
-                    continue
-                why = f"{plan.reason} (in {change.path})" if len(changes) > 1 else plan.reason
-                return [], ApplyOutcome(False, 0, why, current, conflict=change.path)
-            planned.append(
-                _Planned(change, uri, version, current, plan.target, minimal_edits(current, plan.target, encoding))
+        return [
+            _Planned(
+                p.change,
+                p.uri,
+                p.version,
+                p.current,
+                p.target,
+                [] if p.change.created else minimal_edits(p.current, p.target, encoding),
             )
-        return planned, None
+            for p in plan.files
+        ], None
 
     async def _send_all(
-        self, changes: Sequence[FileChange], label: str, attempt: int
+        self, changes: Sequence[FileChange], label: str, attempt: int, records: Records | None
     ) -> tuple[ApplyOutcome, list[_Planned] | None]:
         """One applyEdit; returns the outcome and what was sent (None when nothing was sent)."""
         planned, failed = self._plan(changes)
@@ -194,8 +195,6 @@ class LspPort:
                 return ApplyOutcome(False, total, f"rejected by the editor: {exc}"), planned
             if not result.applied:
                 return ApplyOutcome(False, total, result.failure_reason or "the editor rejected the edit"), planned
-        for plan in on_disk:
-            atomic_write_text(plan.change.path, plan.target)
         files = tuple(
             FileOutcome(
                 p.change.path,
@@ -207,6 +206,13 @@ class LspPort:
             )
             for p in planned
         )
+        writes = [Write(p.change.path, p.target.encode("utf-8")) for p in on_disk]
+        if records is not None:
+            writes += [Write(r.path, None if r.text is None else r.text.encode("utf-8")) for r in records.make(files)]
+            await asyncio.to_thread(commit, ensure_root(records.state_root), writes)
+        elif writes:
+            root = self.server.session.state_root(writes[0].path).path
+            await asyncio.to_thread(commit, ensure_root(root), writes)
         return ApplyOutcome(True, total, None, files[0].final_text, files), None
 
     # -- asking and showing ----------------------------------------------------------------------------

@@ -249,7 +249,7 @@ async def _deliver(
 ) -> dict[str, Any]:
     """DESIGN §9: the run's change set (the target and every other file it wrote or created) is applied as one
     change, or kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
-    from nagent_lsp.operations.review import deliver_or_propose
+    from nagent_lsp.operations.deliver import deliver_or_propose
 
     changes = _change_set(run, args.uri, path, base_text, base_version)
     if not changes:
@@ -262,11 +262,12 @@ async def _deliver(
         if outside:
             result.update(outsideSelection=True, outsideLines=outside)
     preview = args.preview if args.preview is not None else session.settings.confirmEdits
-    applied = await deliver_or_propose(
-        session, port, state_root, changes, target=path, request=args.request, convo=convo, result=result,
-        progress=progress, preview=preview,
+    delivery = await deliver_or_propose(
+        session, port, state_root, changes, target=path, request=args.request, convo=convo,
+        conversation=result["conversation"], progress=progress, preview=preview,
     )  # fmt: skip
-    final = next((f.final_text for f in applied.files if f.path == path), None) if applied and applied.applied else None
+    result.update(delivery.as_result())
+    final = delivery.final_text(path)
     if final is not None:
         await _refresh_splits(run.splits, path, final)
     return result

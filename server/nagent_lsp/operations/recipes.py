@@ -165,17 +165,18 @@ async def _deliver(
     result: dict[str, Any],
     progress: Progress,
 ) -> dict[str, Any]:
-    """The new `fileText` goes the way of `nagent.edit`'s change (operations.review): applied as one change, or
+    """The new `fileText` goes the way of `nagent.edit`'s change (operations.deliver): applied as one change, or
     kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
-    from nagent_lsp.operations.review import deliver_or_propose
+    from nagent_lsp.operations.deliver import deliver_or_propose
 
     request = f"recipe {recipe.name}" + (f": {args.request.strip()}" if args.request and args.request.strip() else "")
     changes = [FileChange(path=path, uri=args.uri, base_text=base.text, new_text=new_text, base_version=base.version)]
     preview = args.preview if args.preview is not None else session.settings.confirmEdits
-    await deliver_or_propose(
-        session, port, state_root, changes, target=path, request=request, convo=convo, result=result,
-        progress=progress, preview=preview,
+    delivery = await deliver_or_propose(
+        session, port, state_root, changes, target=path, request=request, convo=convo,
+        conversation=result["conversation"], progress=progress, preview=preview,
     )  # fmt: skip
+    result.update(delivery.as_result())
     return result
 
 

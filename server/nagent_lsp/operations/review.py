@@ -1,13 +1,17 @@
 """Change sets and their review (DESIGN §9): delivering a run's change set, proposals, `nagent.review.*`.
 
-A run's change set is delivered at once (`deliver`) or, with `confirmEdits`/`preview`, kept as a proposal
-(`propose`) under `<state root>/proposals/<id>/`. A proposal's hunks are the changed line regions of each file
-against the text the run started from; their ids (`h1`, `h2`, … across the proposal) never change. Resolving:
+A run's change set is applied at once or, with `confirmEdits`/`preview`, kept as a proposal (`propose`) under
+`<state root>/proposals/<id>/` (`operations/deliver.py` decides which). A proposal's hunks are the changed line
+regions of each file against the text the run started from; their ids (`h1`, `h2`, … across the proposal) never
+change. Resolving:
 
 - `nagent.review.apply {id, accept?, rest?}` merges the accepted hunks three ways into the current text of each
-  file and sends them as one change; a hunk that no longer applies is a conflict (left out, reported). The hunks
-  not accepted are rejected (`rest: "reject"`, the default) or stay pending (`rest: "keep"`: what "accept this
-  change" uses). Nothing is recorded when the editor refuses the change: the proposal stays as it was.
+  file and sends them as one change (`operations/apply.apply_change_set`), the proposal's new record written with
+  it (the CLI: in the same transaction, so a crash never leaves the files changed and the proposal pending); a hunk
+  whose own lines changed is a conflict (left out, reported saying which lines changed), a hunk next to a change
+  still applies. The hunks not accepted are rejected (`rest: "reject"`, the default) or stay pending (`rest:
+  "keep"`: what "accept this change" uses). Nothing is recorded when the editor refuses the change: the proposal
+  stays as it was.
 - `nagent.review.discard {id, hunks?}` rejects every pending hunk, or only `hunks` (the rest stay pending).
 
 Every resolution appends a `<nagent-review-result>` block to the run's conversation naming the accepted hunks and
@@ -36,176 +40,27 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import attrs
+
 from nagent_lsp.agent.conversation import ConversationFile
 from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, denied_by
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
-from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, FileOutcome, Progress, ReviewMark
+from nagent_lsp.core.ports import EditorPort, FileChange, FileOutcome, RecordWrite, ReviewMark
+from nagent_lsp.operations.apply import apply_change_set, change_patch, shown_path
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
 from nagent_lsp.operations.buffers import workspace_of
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store import proposals
 from nagent_lsp.store.conversations import ConversationError, ConversationStore
-from nagent_lsp.store.patches import write_patch
 from nagent_lsp.tags.transcript import render_block
-from nagent_lsp.text.edits import split_lines, unified_diff
-from nagent_lsp.text.merge import LineHunk, Placed, line_hunks, merge_hunks, place_hunks
+from nagent_lsp.text.edits import split_lines
+from nagent_lsp.text.merge import HunkConflict, LineHunk, Placed, line_hunks, merge_hunks, place_hunks
 
 log = logging.getLogger("nagent_lsp")
 
 PENDING, ACCEPTED, REJECTED, CONFLICT = "pending", "accepted", "rejected", "conflict"
 _locks: dict[str, asyncio.Lock] = {}
-
-
-# -- a run's change set --------------------------------------------------------------------------------------
-def shown_path(state_root: Path, path: Path) -> str:
-    """The path a diff names: relative to the workspace the state root belongs to, when it is inside it."""
-    try:
-        return str(path.relative_to(state_root.parent))
-    except ValueError:
-        return str(path)
-
-
-def change_patch(state_root: Path, files: Iterable[tuple[Path, str, str, bool]]) -> str:
-    """One unified diff for (path, old, new, created) of every file; a created file's starts `--- /dev/null`."""
-    return "".join(
-        unified_diff(old, new, shown_path(state_root, path), created=created) for path, old, new, created in files
-    )
-
-
-async def deliver(
-    session: Session,
-    port: EditorPort,
-    state_root: Path,
-    changes: Sequence[FileChange],
-    *,
-    target: Path,
-    request: str,
-    conversation: str,
-) -> tuple[ApplyOutcome, Path | None]:
-    """Send the change set as one change; when applied, write its patch and tell every other changed file's
-    conversation what happened to it. Returns the outcome and the patch path."""
-    label = f"nagent: {request.strip().splitlines()[0][:60] if request.strip() else 'edit'}"
-    outcome = await port.apply_changes(changes, label)
-    if not outcome.applied:
-        return outcome, None
-    patch = change_patch(state_root, ((f.path, f.base_text, f.final_text, f.created) for f in outcome.files))
-    patch_path = write_patch(state_root / "patches", target, patch)
-    await record_in_other_conversations(session, port, outcome.files, target, request, conversation, state_root)
-    return outcome, patch_path
-
-
-async def deliver_or_propose(
-    session: Session,
-    port: EditorPort,
-    state_root: Path,
-    changes: Sequence[FileChange],
-    *,
-    target: Path,
-    request: str,
-    convo: ConversationFile,
-    result: dict[str, Any],
-    progress: Progress,
-    preview: bool,
-) -> ApplyOutcome | None:
-    """The end of every run that made a change set (`nagent.edit`, a recipe's new `fileText`): kept as a proposal
-    awaiting review (`preview`: confirmEdits or the argument) or applied as one change. `result` and the run's
-    conversation say which; the progress ends with it. Returns the outcome of an applied change (None: proposed).
-    A change to a file a tool runs by itself later (`reviewAlways`, an exec bit) is always proposed."""
-    result["files"] = []
-    must = must_review(session, changes)
-    if must:
-        result["reviewRequired"] = must
-        preview = True
-    if preview:
-        proposal = propose(
-            session, port, state_root, changes, request=request, conversation=result["conversation"], target=target
-        )
-        result.update(reason="awaiting review", proposal=proposal)
-        attrs = {"applied": "false", "reason": "awaiting review", "proposal": proposal["id"]}
-        convo.append(render_block("nagent-edit-result", None, attrs))
-        port.end_progress(progress, "awaiting review")
-        return None
-    port.report_progress(progress, "applying the change")
-    applied, patch_path = await deliver(
-        session, port, state_root, changes, target=target, request=request, conversation=convo.path.name
-    )
-    result["edits"] = applied.edits
-    if applied.applied:
-        patch = str(patch_path) if patch_path else None
-        result.update(applied=True, patchPath=patch, files=files_result(applied.files))
-        attrs = {"applied": "true", "edits": applied.edits, "files": len(applied.files), "patch": patch_path}
-        convo.append(render_block("nagent-edit-result", None, attrs))
-    else:
-        result["reason"] = applied.reason or "not applied"
-        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": result["reason"]}))
-    port.end_progress(progress, "applied" if applied.applied else result["reason"])
-    return applied
-
-
-def must_review(session: Session, changes: Sequence[FileChange]) -> list[str]:
-    """Why this change set must be reviewed whatever confirmEdits or preview say (DESIGN §12); [] when it need not."""
-    from nagent_lsp.agent.write_policy import review_reason
-
-    folders, globs = session.workspace_folders, session.settings.reviewAlways
-    return [why for change in changes if (why := review_reason(change.path, folders, globs))]
-
-
-def files_result(files: Iterable[FileOutcome]) -> list[dict[str, Any]]:
-    return [{"uri": f.uri, "edits": f.edits, "created": f.created} for f in files]
-
-
-async def record_in_other_conversations(
-    session: Session,
-    port: EditorPort,
-    files: Iterable[FileOutcome],
-    target: Path,
-    request: str,
-    conversation: str,
-    state_root: Path,
-) -> None:
-    """DESIGN §9 "memory stays with each file": each changed file other than the target gets a block in its own
-    conversation (created if needed) — which conversation changed it, the request and the file's diff."""
-    for changed in files:
-        if changed.path == target:
-            continue
-        diff = unified_diff(
-            changed.base_text, changed.final_text, shown_path(state_root, changed.path), created=changed.created
-        )
-        body = (
-            f"{'Created' if changed.created else 'Changed'} as part of a change to {target} made in the conversation "
-            f"{conversation}, for the request:\n{request.strip()}\n\nThe diff of this file:\n{diff}"
-        )
-        attrs = {"by_conversation": conversation, "target": str(target), "created": str(changed.created).lower()}
-        await append_to_conversation_of(session, port, changed.path, render_block("nagent-change-result", body, attrs))
-
-
-async def append_to_conversation_of(session: Session, port: EditorPort, path: Path, block: str) -> None:
-    """Append `block` to `path`'s conversation under its run lock; when a run on that file holds the lock, the
-    block is appended as soon as it ends (never waiting here: two runs could wait on each other)."""
-    from nagent_lsp.operations.conversation import store_for
-
-    try:
-        store = store_for(session, path)
-        ref = store.resolve(path)
-    except (ConversationError, OSError, UserError) as exc:
-        log.info("no conversation for %s: %s", path, exc)
-        return
-    lock = store.lock_for(ref)
-
-    async def append() -> None:
-        async with lock:
-            ConversationFile.open(ref.conversation_path, port).append(block)
-
-    if lock.locked():
-        task = asyncio.get_running_loop().create_task(append())
-        _background.add(task)
-        task.add_done_callback(_background.discard)
-    else:
-        await append()
-
-
-_background: set[asyncio.Task[None]] = set()
 
 
 # -- proposals ------------------------------------------------------------------------------------------
@@ -637,83 +492,114 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
     async with _lock(args.id):
         root, proposal, confined = _find(session, args.id)  # again: another command may have resolved it meanwhile
         accept = _check_hunks(proposal, args.accept, "accept")
-        changes: list[FileChange] = []
-        conflicts: list[str] = []
-        for file in proposal["files"]:
-            chosen = [h for h in _pending(file) if h["id"] in accept]
-            if not chosen:
-                continue
-            path = confined.files[file["path"]]
-            try:
-                current, exists = await _current_async(port, path, confined.rules)
-            except Refused as exc:
-                raise UserError(f"proposal {proposal['id']}: {exc.reason}; nothing was applied") from None
-            hunks = [LineHunk(h["start"], h["end"], h["oldText"], h["newText"]) for h in chosen]
-            base = file["baseText"]
-            if file["created"] and not exists:
-                merged, failed = merge_hunks(base, base, hunks)
-            else:
-                merged, failed = merge_hunks(base, current, hunks)
-            conflicts += [chosen[i]["id"] for i in failed]
-            if merged != current or (file["created"] and not exists):
-                buffer = port.read_buffer(path)
-                changes.append(
-                    FileChange(
-                        path=path,
-                        uri=buffer.uri if buffer is not None else path.as_uri(),
-                        base_text=current,
-                        new_text=merged,
-                        base_version=buffer.version if buffer is not None else None,
-                        created=bool(file["created"]) and not exists,
-                    )
-                )
-        result: dict[str, Any] = {"applied": False, "edits": 0, "files": [], "rejected": [], "conflicts": conflicts}
+        changes, conflicts = await _merged(port, root, proposal, confined, accept)
+        result: dict[str, Any] = {"applied": False, "edits": 0, "files": [], "rejected": [], "conflicts": []}
+        result["conflicts"] = [hunk_id for hunk_id, _why in conflicts]
         if conflicts:
-            where = {h["id"]: f["path"] for f in proposal["files"] for h in f["hunks"]}
-            named = ", ".join(f"{h} in {shown_path(root, Path(where[h]))}" for h in conflicts)
-            result["reason"] = f"conflict: {named} no longer applied (the file changed beyond merge); " + (
-                "the other accepted hunks were applied" if changes else "nothing was applied"
-            )
-        target = confined.target
-        patch_path: Path | None = None
+            rest = "the other accepted hunks were applied" if changes else "nothing was applied"
+            result["reason"] = f"conflict: {'; '.join(why for _id, why in conflicts)}; {rest}"
+        # The proposal's new record is decided before the change is sent, so that it is written with the change
+        # (one transaction on the disk): the files changed and the proposal still pending is never what is left.
+        accepted, rejected, conflicted = _resolve(proposal, accept, {h for h, _why in conflicts}, args.rest)
+        result["rejected"] = [h["id"] for _f, h in rejected]
+        result["pending"] = [h["id"] for f in proposal["files"] for h in _pending(f)]
+        _finish(proposal)
+        index = session.proposal_index(root)
         outcome_files: tuple[FileOutcome, ...] = ()
         if changes:
-            outcome, patch_path = await deliver(
+            record = [RecordWrite(path, text) for path, text in proposals.saved_files(root, proposal)]
+            applied = await apply_change_set(
                 session,
                 port,
                 root,
                 changes,
-                target=target,
+                target=confined.target,
                 request=proposal["request"],
                 conversation=confined.conversation.name,
+                also=record,
             )
-            if not outcome.applied:
-                return {**result, "conflicts": [], "reason": outcome.reason or "not applied"}
-            outcome_files = outcome.files
-            result.update(applied=True, edits=outcome.edits, files=files_result(outcome.files))
-            if patch_path is not None:
-                result["patchPath"] = str(patch_path)
-        accepted: list[dict[str, Any]] = []
-        rejected: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        conflicted: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        for file in proposal["files"]:
-            for hunk in _pending(file):
-                if hunk["id"] in conflicts:
-                    hunk["status"] = CONFLICT
-                    conflicted.append((file, hunk))
-                elif hunk["id"] in accept:
-                    hunk["status"] = ACCEPTED
-                    accepted.append(hunk)
-                elif args.rest == "reject":
-                    hunk["status"] = REJECTED
-                    rejected.append((file, hunk))
-        result["rejected"] = [h["id"] for _f, h in rejected]
-        result["pending"] = [h["id"] for f in proposal["files"] for h in _pending(f)]
-        _finish(proposal)
-        session.proposal_index(root).save(proposal)
+            if not applied.outcome.applied:
+                return {
+                    **result,
+                    "conflicts": [],
+                    "rejected": [],
+                    "pending": [],
+                    "reason": applied.outcome.reason or "not applied",
+                }
+            index.saved(proposal)
+            outcome_files = applied.outcome.files
+            result.update(applied=True, edits=applied.outcome.edits, files=[attrs.asdict(f) for f in applied.files])
+            if applied.patch is not None:
+                result["patchPath"] = str(applied.patch)
+        else:
+            index.save(proposal)
         await _record_review(session, port, proposal, confined, accepted, rejected, conflicted)
         publish(session, port, [f["uri"] for f in proposal["files"]] + [f.uri for f in outcome_files])
         return result
+
+
+async def _merged(
+    port: EditorPort, root: Path, proposal: dict[str, Any], confined: Confined, accept: set[str]
+) -> tuple[list[FileChange], list[tuple[str, str]]]:
+    """The accepted hunks merged into each file's current text: the change set to send, and the hunks left out
+    with why (which lines changed since, as `HunkConflict.why` says it)."""
+    changes: list[FileChange] = []
+    conflicts: list[tuple[str, str]] = []
+    for file in proposal["files"]:
+        chosen = [h for h in _pending(file) if h["id"] in accept]
+        if not chosen:
+            continue
+        path = confined.files[file["path"]]
+        try:
+            current, exists = await _current_async(port, path, confined.rules)
+        except Refused as exc:
+            raise UserError(f"proposal {proposal['id']}: {exc.reason}; nothing was applied") from None
+        hunks = [LineHunk(h["start"], h["end"], h["oldText"], h["newText"]) for h in chosen]
+        base = file["baseText"]
+        failed: list[HunkConflict]
+        if file["created"] and not exists:
+            merged, failed = merge_hunks(base, base, hunks)
+        else:
+            merged, failed = merge_hunks(base, current, hunks)
+        where = shown_path(root, Path(file["path"]))
+        conflicts += [(chosen[c.index]["id"], f"{c.why(chosen[c.index]['id'])} in {where}") for c in failed]
+        if merged != current or (file["created"] and not exists):
+            buffer = port.read_buffer(path)
+            changes.append(
+                FileChange(
+                    path=path,
+                    uri=buffer.uri if buffer is not None else path.as_uri(),
+                    base_text=current,
+                    new_text=merged,
+                    base_version=buffer.version if buffer is not None else None,
+                    created=bool(file["created"]) and not exists,
+                )
+            )
+    return changes, conflicts
+
+
+FileHunk = tuple[dict[str, Any], dict[str, Any]]  # a proposal's file and one of its hunks
+
+
+def _resolve(
+    proposal: dict[str, Any], accept: set[str], conflicts: set[str], rest: str
+) -> tuple[list[dict[str, Any]], list[FileHunk], list[FileHunk]]:
+    """Each pending hunk's new status: conflict, accepted, rejected (the rest, unless `rest` is "keep")."""
+    accepted: list[dict[str, Any]] = []
+    rejected: list[FileHunk] = []
+    conflicted: list[FileHunk] = []
+    for file in proposal["files"]:
+        for hunk in _pending(file):
+            if hunk["id"] in conflicts:
+                hunk["status"] = CONFLICT
+                conflicted.append((file, hunk))
+            elif hunk["id"] in accept:
+                hunk["status"] = ACCEPTED
+                accepted.append(hunk)
+            elif rest == "reject":
+                hunk["status"] = REJECTED
+                rejected.append((file, hunk))
+    return accepted, rejected, conflicted
 
 
 async def review_discard(session: Session, port: EditorPort, args: ReviewDiscardArgs) -> dict[str, Any]:
@@ -767,7 +653,7 @@ async def _record_review(
         lines.append(f"Accepted and applied: {', '.join(h['id'] for h in accepted)}.")
     for title, group in (
         ("Rejected by the user", rejected),
-        ("Not applied, the file changed beyond merge", conflicted),
+        ("Not applied, its lines changed since the proposal was made", conflicted),
     ):
         for file, hunk in group:
             lines += [

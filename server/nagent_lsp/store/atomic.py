@@ -39,7 +39,7 @@ def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return path
 
 
@@ -48,7 +48,7 @@ def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> P
     return atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     # The rename itself is durable only once the directory entry is flushed.
     try:
         fd = os.open(directory, os.O_RDONLY)

@@ -198,6 +198,16 @@ def save(state_root: Path, proposal: dict[str, Any]) -> Path:
     return where
 
 
+def saved_files(state_root: Path, proposal: dict[str, Any]) -> list[tuple[Path, str | None]]:
+    """What `save` writes, for a caller that writes it in one transaction with the change it records
+    (`store.transaction`): the JSON, and None (delete) for the `pending` mark once the proposal is resolved."""
+    where = folder(state_root, proposal["id"])
+    files: list[tuple[Path, str | None]] = [(where / PROPOSAL_FILE, _json(proposal))]
+    if proposal.get("status") != "pending":
+        files.append((where / PENDING_MARK, None))
+    return files
+
+
 # -- reading ----------------------------------------------------------------------------------------------
 @attrs.frozen
 class Rejected:
@@ -342,6 +352,11 @@ class ProposalIndex:
     def save(self, proposal: dict[str, Any]) -> None:
         with self._lock:
             save(self.state_root, proposal)
+            self._remember(proposal)
+
+    def saved(self, proposal: dict[str, Any]) -> None:
+        """The proposal was written (`saved_files`) by a transaction: remember it as `save` would."""
+        with self._lock:
             self._remember(proposal)
 
     def _scan(self) -> list[str]:

@@ -26,7 +26,7 @@ from nagent_lsp.store.files import read_regular_bytes
 MARKER = "# Written by nagent-lsp: per-user state, not committed (nagent-lsp appends lines it needs later)."
 # `secret`: where the state root is ~/.nagent (no repository), the per-user secret (store/provenance.py) sits in
 # it; a dotfiles repository must not commit it.
-IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret")
+IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret", "txn/")
 GITIGNORE = MARKER + "\n" + "".join(f"{line}\n" for line in IGNORED)
 LEGACY = "cache/\nsplits/\n"  # what servers wrote before the marker
 GITIGNORE_MAX_BYTES = 1 << 20

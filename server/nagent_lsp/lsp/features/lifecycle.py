@@ -84,6 +84,7 @@ def clean_state_roots(session: Session) -> None:
     """Delete stale temp files of atomic writes (store.atomic) in every state root this session may use."""
     from nagent_lsp.config.state_root import home_root
     from nagent_lsp.store.atomic import remove_stale_temp_files
+    from nagent_lsp.store.transaction import recover_all
 
     try:
         roots = {home_root(), session.state_root(None).path}
@@ -91,6 +92,7 @@ def clean_state_roots(session: Session) -> None:
     except (OSError, ValueError) as exc:
         log.info("could not list the state roots to clean: %s", exc)
         return
+    recover_all(sorted(roots))  # a change set a killed CLI left half written: finished or undone first
     for root in sorted(roots):
         try:
             if not root.is_dir():

@@ -1,0 +1,111 @@
+"""The end of every run that made a change set (`nagent.edit`, a recipe's new `fileText`): propose it or apply it
+(DESIGN §9), and say which in a typed `Delivery`.
+
+A change set is kept as a proposal awaiting review (`operations/review.propose`) when the run asked for a preview
+(`confirmEdits` or the argument) or when it must be reviewed whatever they say (`must_review`: a file a tool runs by
+itself later, DESIGN §12); else it is applied as one change (`operations/apply.apply_change_set`). Every front end
+(LSP, CLI, the next one) ends a run here: the port only sends or writes what the one planner planned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.config.convert import converter
+from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, Progress
+from nagent_lsp.operations.apply import FileResult, apply_change_set
+from nagent_lsp.operations.review import propose
+from nagent_lsp.operations.session import Session
+from nagent_lsp.tags.transcript import render_block
+
+AWAITING = "awaiting review"
+
+
+@attrs.frozen
+class Delivery:
+    """What became of a run's change set, as the command's result says it (camelCase on the wire, None fields
+    left out): `applied` with its `edits`, `files` and `patchPath`; or not applied and why (`reason`), with the
+    `proposal` (`nagent.review.show`'s shape) when it awaits review and `reviewRequired` when review was forced.
+    `outcome` (the port's, with each file's final text) is for the caller, never on the wire."""
+
+    applied: bool
+    edits: int = 0
+    files: list[FileResult] = attrs.Factory(list)
+    reason: str | None = None
+    patchPath: str | None = None
+    proposal: dict[str, Any] | None = None
+    reviewRequired: list[str] | None = None
+    outcome: ApplyOutcome | None = attrs.field(default=None, eq=False, repr=False)
+
+    def final_text(self, path: Path) -> str | None:
+        """The text `path` was left with, when this change set was applied and changed it."""
+        if self.outcome is None or not self.applied:
+            return None
+        return next((f.final_text for f in self.outcome.files if f.path == path), None)
+
+    def as_result(self) -> dict[str, Any]:
+        wire: dict[str, Any] = converter.unstructure(self, Delivery)
+        return {k: v for k, v in wire.items() if v is not None}
+
+
+converter.register_unstructure_hook(
+    Delivery, make_dict_unstructure_fn(Delivery, converter, outcome=override(omit=True))
+)
+
+
+def must_review(session: Session, changes: Sequence[FileChange]) -> list[str]:
+    """Why this change set must be reviewed whatever confirmEdits or preview say (DESIGN §12); [] when it need not."""
+    from nagent_lsp.agent.write_policy import review_reason
+
+    folders, globs = session.workspace_folders, session.settings.reviewAlways
+    return [why for change in changes if (why := review_reason(change.path, folders, globs))]
+
+
+async def deliver_or_propose(
+    session: Session,
+    port: EditorPort,
+    state_root: Path,
+    changes: Sequence[FileChange],
+    *,
+    target: Path,
+    request: str,
+    convo: ConversationFile,
+    conversation: dict[str, str],
+    progress: Progress,
+    preview: bool,
+) -> Delivery:
+    """Propose the change set (`preview`, or `must_review`) or apply it as one change; the run's conversation
+    (`convo`; `conversation` is its reference in the result) says which, and the progress ends with it. A change
+    to a file a tool runs by itself later (`reviewAlways`, an exec bit) is always proposed."""
+    must = must_review(session, changes)
+    if must:
+        preview = True
+    if preview:
+        proposal = propose(
+            session, port, state_root, changes, request=request, conversation=conversation, target=target
+        )
+        attrs_ = {"applied": "false", "reason": AWAITING, "proposal": proposal["id"]}
+        convo.append(render_block("nagent-edit-result", None, attrs_))
+        port.end_progress(progress, AWAITING)
+        return Delivery(False, reason=AWAITING, proposal=proposal, reviewRequired=must or None)
+    port.report_progress(progress, "applying the change")
+    applied = await apply_change_set(
+        session, port, state_root, changes, target=target, request=request, conversation=convo.path.name
+    )
+    outcome = applied.outcome
+    if outcome.applied:
+        patch = str(applied.patch) if applied.patch else None
+        delivery = Delivery(True, outcome.edits, list(applied.files), patchPath=patch, outcome=outcome)
+        block = {"applied": "true", "edits": outcome.edits, "files": len(outcome.files), "patch": applied.patch}
+        convo.append(render_block("nagent-edit-result", None, block))
+    else:
+        delivery = Delivery(False, outcome.edits, reason=outcome.reason or "not applied", outcome=outcome)
+        convo.append(render_block("nagent-edit-result", None, {"applied": "false", "reason": delivery.reason}))
+    port.end_progress(progress, "applied" if outcome.applied else delivery.reason or "")
+    return delivery

@@ -17,7 +17,8 @@ the namespace, `setsid -f` daemons included. Where namespaces are not available 
 that forbids it) the command runs in its own session and process group instead, tagged through its environment:
 whatever carries the tag when the command ends is killed, and the server makes itself non-dumpable so a command
 of the same user cannot read its memory or its `/proc/<pid>/environ` (root with CAP_SYS_PTRACE still could: there
-the re-exec without key variables, headless/launch.py, is what keeps the key out of that file).
+the re-exec without key variables, headless/launch.py, is what keeps the key out of that file). The probe and the
+non-dumpable fallback live in core/isolation.py: git (history/git.py) runs under the same isolation.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from nagent_lsp.core.isolation import make_undumpable, namespace_prefix
 from nagent_lsp.core.secret_env import command_environ, held_values
 from nagent_lsp.store.atomic import atomic_write_bytes
 
@@ -47,11 +49,6 @@ TERM_GRACE = 0.3  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 0.5  # seconds to keep reading the output once everything the command started is stopped
 EXIT_GRACE = 5.0  # seconds to wait for a SIGKILLed process to be reaped (the kernel takes microseconds)
 RUN_TAG = "NAGENT_SHELL_RUN"  # without a namespace: marks every process of one command through its environment
-ISOLATION_SWITCH = "NAGENT_LSP_SHELL_ISOLATION"  # "off": never use a namespace (diagnostics, tests of the fallback)
-# Capabilities a root command loses: mounting (unmounting its /proc to see the host's), ptrace, raw memory, modules;
-# bpf and perfmon where the kernel and setpriv know them (5.8+), else the first four alone.
-DROPPED_CAPS = ("sys_admin", "sys_ptrace", "sys_module", "sys_rawio", "bpf", "perfmon")
-ESSENTIAL_CAPS = DROPPED_CAPS[:4]
 
 # PID 1 of the namespace: runs the command ($1) with the report descriptor ($2) closed, then writes to that
 # descriptor how many processes the command left running (the kernel kills them when this shell exits). Its own
@@ -125,7 +122,7 @@ async def run_shell(
     started = time.monotonic()
     prefix = await namespace_prefix() if isolate else None
     if isolate and prefix is None:
-        _make_undumpable()
+        make_undumpable()
     bash = shutil.which("bash") or "/bin/sh"
     report_r = report_w = -1
     tag = ""
@@ -335,84 +332,6 @@ def _kill_tagged(tag: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-
-
-# --- isolation -----------------------------------------------------------------------------------------
-
-_probe_lock = threading.Lock()
-_probed: list[list[str] | None] = []  # [] until probed, then [prefix or None]
-
-
-async def namespace_prefix() -> list[str] | None:
-    """The argv prefix that runs a command in a PID namespace of its own, or None where that is not possible
-    (probed once: the probe checks the property relied on — the command is PID 1 and cannot unmount /proc)."""
-    if os.environ.get(ISOLATION_SWITCH, "").lower() == "off":
-        return None
-    if not _probed:
-        found = await asyncio.to_thread(_probe)
-        with _probe_lock:
-            if not _probed:
-                _probed.append(found)
-    return _probed[0]
-
-
-def _probe() -> list[str] | None:
-    unshare, setpriv, bash = shutil.which("unshare"), shutil.which("setpriv"), shutil.which("bash")
-    if not (unshare and bash) or not os.path.isdir("/proc/self"):
-        log.warning("shell commands run without a PID namespace of their own: unshare or bash is missing")
-        return None
-    root = os.geteuid() == 0
-    if root and not setpriv:
-        log.warning("shell commands run without a PID namespace of their own: setpriv is missing")
-        return None
-    base = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
-    users = [[]] if root else [["--user", "--map-current-user"], ["--user", "--map-root-user"]]
-    cap_sets = (DROPPED_CAPS, ESSENTIAL_CAPS) if setpriv else ((),)
-    check = '[ "$$" = 1 ] && ! umount /proc 2>/dev/null'
-    problem = ""
-    for user, caps in ((u, c) for u in users for c in cap_sets):
-        drop = [setpriv, "--bounding-set=" + ",".join(f"-{c}" for c in caps), "--"] if setpriv and caps else []
-        prefix = [*base[:1], *user, *base[1:], *drop]
-        try:
-            done = subprocess.run(
-                [*prefix, bash, "-c", check],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                timeout=10,
-                env=command_environ(),
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = str(exc)
-            continue
-        if done.returncode == 0:
-            log.info("shell commands run in a PID namespace of their own (%s)", " ".join(prefix[:6]))
-            return prefix
-        said = done.stderr.decode(errors="replace").strip().splitlines()
-        problem = said[-1][:200] if said else f"the check exited with {done.returncode}"
-    log.warning(
-        "shell commands run without a PID namespace of their own (%s); they are stopped by process group and tag",
-        problem or "unshare failed",
-    )
-    return None
-
-
-_undumpable = False
-
-
-def _make_undumpable() -> None:
-    """PR_SET_DUMPABLE 0: a same-user process can no longer read this one's memory or /proc environ."""
-    global _undumpable
-    if _undumpable:
-        return
-    _undumpable = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-    except (OSError, AttributeError):
-        pass
 
 
 def _cap(text: str, limit: int, total: int, spilled: Path | None) -> str:

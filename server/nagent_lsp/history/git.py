@@ -7,40 +7,237 @@ Why `subprocess` and not GitPython's `Git.execute(..., as_process=True)`, which 
 is a thin wrapper over the same Popen, and importing GitPython cost 40-90 ms on the first history request of a
 server (a third of the cold `nagent.history` budget on git.git, measured against nagent's own sequence). The process
 model DESIGN §6 asks for is unchanged: one streamed `git` process per query, never `iter_commits` + `stats`.
+
+Git runs as a reader, never as a command runner (DESIGN §12, "Trust the user, not the repository"). A repository
+(cloned, unpacked from an archive with its own `.git`, or a `.git` *file* the model wrote pointing at a git dir of
+its making) configures programs git would run on our behalf; none of them may run:
+
+- diff drivers (`diff.<d>.textconv`, `diff.<d>.command`, `diff.external`): `--no-textconv --no-ext-diff` on every
+  command that diffs (log, show, diff; blame takes `--no-textconv`). Textconv also smudges the blob first, so that
+  flag stops the smudge filter on these paths too.
+- every driver the configuration defines (`filter.<d>.clean/smudge/process`, `diff.<d>.textconv/command`,
+  `merge.<d>.driver`), whichever `.gitattributes` names it: overridden empty (git runs nothing for an empty
+  filter, and never consults an empty diff driver behind the flags above) and `filter.<d>.required=false`. git
+  2.39 has no `--attr-source`, so the names come from `git config --list` (reading config runs nothing), cached per
+  repository and read again when a config file (includes too) or the `.git` entry changes.
+- `core.fsmonitor=false`, `core.hooksPath=/dev/null` (update-ref and fast-import run the reference-transaction
+  hook; no hook is found under /dev/null), `core.pager=cat` + `--no-pager` + GIT_PAGER=cat (and never a tty),
+  `core.alternateRefsCommand=true`, `protocol.ext.allow=never`, no automatic gc/maintenance, no submodule recursion,
+  `push.gpgSign=false`.
+- fetch/push: `--upload-pack`/`--receive-pack` given explicitly (a repository's `remote.X.uploadpack` is a
+  command); a local remote's receive-pack runs with hooks off too (`-c` does not reach it: git scrubs
+  GIT_CONFIG_PARAMETERS for local transports). `core.sshCommand`, `core.askPass` and `credential.helper` are the
+  USER's (system and global config, read outside any repository) or dropped; a remote helper named by the
+  repository (`remote.X.vcs`) is refused; the proxy command is the user's environment's or none.
+
+Its environment is `command_environ()` (no key-like variable), without the variables that redirect git elsewhere
+(GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_CONFIG/GIT_CONFIG_PARAMETERS/GIT_CONFIG_COUNT…, GIT_EXTERNAL_DIFF);
+the user's GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM and ssh/askpass/trace variables stay (system config is the admin's,
+trusted). And it runs under the shell's isolation (core/isolation.py): a PID namespace of its own where available,
+else the server is made non-dumpable before the first git child.
+
+Reads come from the object database (commits, trees, blobs: log, show, diff of two commits, blame of a revision,
+ls-tree, cat-file --batch); no call here reads the work tree or the index except git's own `.gitattributes` lookup,
+whose drivers are neutralised above.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from nagent_lsp.core.isolation import make_undumpable, namespace_prefix_blocking
+from nagent_lsp.core.secret_env import command_environ
+
 # Pin every formatting knob a user's config could change, so the parsers see one format.
-_CONFIG = (
-    "-c",
+_FORMAT = (
     "core.quotePath=false",
-    "-c",
     "log.showSignature=false",
-    "-c",
     "color.ui=never",
-    "-c",
     "diff.renameLimit=0",
-    "-c",
     "log.follow=false",
-    "-c",
     "i18n.logOutputEncoding=UTF-8",
+)
+# Nothing the repository configures runs (see the module's docstring). Command-line scope: these win over every file.
+_SAFETY = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "diff.external=",
+    "core.alternateRefsCommand=true",
+    "protocol.ext.allow=never",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "push.gpgSign=false",
+)
+_GLOBAL_OPTIONS = ["--no-pager"]
+for _pair in (*_FORMAT, *_SAFETY):
+    _GLOBAL_OPTIONS += ["-c", _pair]
+# What each driver kind a configuration can define would run, and the value that runs nothing.
+_DRIVER_KEYS = {
+    "filter": (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")),
+    "diff": (("textconv", ""), ("command", "")),
+    "merge": (("driver", ""),),
+}
+# A local remote's receive-pack: `-c` does not reach it (git scrubs GIT_CONFIG_PARAMETERS for local transports).
+_LOCAL_RECEIVE_PACK = (
+    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.alternateRefsCommand=true receive-pack"
+)
+_UPLOAD_PACK = "git-upload-pack"
+_NO_DRIVERS = ("--no-textconv", "--no-ext-diff")
+_RECEIVE_PACK = "git-receive-pack"
+# Inherited GIT_* variables kept: the user's own choices of config files, transport programs and diagnostics.
+# Every other one (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_CONFIG_PARAMETERS, GIT_EXTERNAL_DIFF…) is dropped.
+_KEPT_GIT_ENV = frozenset(
+    {
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_EXEC_PATH",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_ASKPASS",
+        "GIT_PROXY_COMMAND",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_HTTP_USER_AGENT",
+        "GIT_CURL_VERBOSE",
+    }
 )
 
 # Header of one commit record in our log format: \x01 hash \x1f parents \x1f name \x1f email \x1f epoch \x1f subject.
 LOG_FORMAT = "--format=%x01%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%s"
 CHUNK = 1 << 16
+_USER_SCOPES = ("system", "global")
 
 
 class GitError(RuntimeError):
     pass
+
+
+def git_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every git child: no key-like variable, nothing that points git elsewhere, no pager."""
+    env = {
+        k: v
+        for k, v in command_environ(base).items()
+        if not k.startswith("GIT_") or k in _KEPT_GIT_ENV or k.startswith("GIT_TRACE")
+    }
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat")
+    return env
+
+
+def _config_env(env: dict[str, str], pairs: list[tuple[str, str]]) -> None:
+    """Command-line-scope config through GIT_CONFIG_COUNT (git ≥ 2.31): no `name=value` splitting, so a driver
+    whose name holds `=` is overridden all the same."""
+    if pairs:
+        env["GIT_CONFIG_COUNT"] = str(len(pairs))
+        for i, (key, value) in enumerate(pairs):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    scope: str  # system | global | local | worktree | command
+    origin: str  # "file:<path>", "blob:…", "command line:"
+    key: str  # section and key lower case, subsection as written
+    value: str
+
+
+def _parse_config(data: bytes) -> list[ConfigEntry]:
+    """`git config -z --show-scope --show-origin --list`: scope NUL origin NUL key LF value NUL, repeated."""
+    fields = data.split(b"\0")
+    entries = []
+    for i in range(0, len(fields) - 2, 3):
+        key, _, value = fields[i + 2].partition(b"\n")
+        decode = lambda b: b.decode("utf-8", "surrogateescape")  # noqa: E731
+        entries.append(ConfigEntry(decode(fields[i]), decode(fields[i + 1]), decode(key), decode(value)))
+    return entries
+
+
+def driver_overrides(entries: Iterable[ConfigEntry]) -> list[tuple[str, str]]:
+    """For every filter/diff/merge driver the configuration defines, the overrides that make it run nothing."""
+    names: dict[tuple[str, str], None] = {}
+    for entry in entries:
+        section, dot, rest = entry.key.partition(".")
+        subsection, dot2, _ = rest.rpartition(".")
+        if dot and dot2 and section in _DRIVER_KEYS:
+            names[(section, subsection)] = None
+    return [(f"{section}.{name}.{key}", value) for section, name in names for key, value in _DRIVER_KEYS[section]]
+
+
+def _stamp(paths: Iterable[Path]) -> tuple:
+    out: list[tuple[object, ...]] = []
+    for path in sorted(set(paths)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append((str(path), None))
+            continue
+        out.append((str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(out)
+
+
+def _git_dirs(root: Path) -> list[Path]:
+    """The `.git` entry and the config files of the repository at `root`, found without a process: a `.git`
+    directory, or a `.git` file's `gitdir:` (and that dir's `commondir`)."""
+    dotgit = root / ".git"
+    found = [dotgit]
+    gitdir = dotgit
+    if dotgit.is_file():
+        try:
+            line = dotgit.read_text("utf-8", "replace").splitlines()[0]
+        except (OSError, IndexError):
+            return found
+        if line.startswith("gitdir:"):
+            gitdir = (root / line[len("gitdir:") :].strip()).resolve()
+    found += [gitdir / "config", gitdir / "config.worktree", gitdir / "commondir"]
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text("utf-8").strip()).resolve()
+        found.append(common / "config")
+    except OSError:
+        pass
+    return found
+
+
+def _config_files(root: Path, entries: Iterable[ConfigEntry]) -> list[Path]:
+    """Every file whose change can change the drivers: the repository's config files, every file an entry came
+    from, and every file an include names (an included file that is empty today has no entry)."""
+    files = _git_dirs(root)
+    for entry in entries:
+        if entry.origin.startswith("file:"):
+            origin = Path(entry.origin[len("file:") :])
+            files.append(origin if origin.is_absolute() else root / origin)
+            if entry.key.endswith(".path") and entry.key.split(".", 1)[0] in ("include", "includeif"):
+                target = Path(os.path.expanduser(entry.value))
+                base = files[-1].parent
+                files.append(target if target.is_absolute() else base / target)
+    return files
+
+
+_drivers_lock = threading.Lock()
+_drivers: dict[str, tuple[tuple, list[tuple[str, str]], list[ConfigEntry]]] = {}  # root: (stamp, overrides, config)
+
+
+def url_is_local(url: str) -> bool:
+    """git's own rule (connect.c): file:// URLs, and paths that are not scp-like `host:path`."""
+    if "://" in url:
+        return url.split("://", 1)[0].lower() == "file"
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or (0 <= slash < colon)
 
 
 class GitRepository:
@@ -49,16 +246,32 @@ class GitRepository:
     def __init__(self, root: Path | str):
         self.root = Path(root)
 
-    # -- streaming -----------------------------------------------------------------------------------------------
+    # -- running git -----------------------------------------------------------------------------------------------
     def stream(self, args: list[str], stdin: bytes | None = None) -> Iterator[bytes]:
         """Yield stdout of `git <args>` in chunks as git produces it; raises GitError on a non-zero exit. Closing
-        the generator early (a cancelled build) kills the process."""
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+        the generator early (a cancelled build) kills the process. Every repository-defined driver is off."""
+        return self._stream(args, stdin, self._driver_overrides())
+
+    def _stream(
+        self,
+        args: list[str],
+        stdin: bytes | None,
+        config: list[tuple[str, str]],
+        *,
+        extra_env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> Iterator[bytes]:
+        env = git_environ()
+        env.update(extra_env or {})
+        _config_env(env, config)
+        prefix = namespace_prefix_blocking()
+        if prefix is None:
+            make_undumpable()  # a git child of the same user must not read this server's memory or environ
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git's stderr can never fill up and block it
             try:
                 raw = subprocess.Popen(
-                    ["git", *_CONFIG, *args],
-                    cwd=self.root,
+                    [*(prefix or ()), "git", *_GLOBAL_OPTIONS, *args],
+                    cwd=cwd or self.root,
                     env=env,
                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
@@ -81,7 +294,7 @@ class GitRepository:
                 code = raw.wait()
             finally:
                 if raw.poll() is None:
-                    raw.kill()
+                    raw.kill()  # in a namespace: unshare; --kill-child takes git and all it started with it
                     raw.wait()
                 raw.stdout.close()
             if code != 0:
@@ -92,12 +305,86 @@ class GitRepository:
     def run(self, args: list[str], stdin: bytes | None = None) -> bytes:
         return b"".join(self.stream(args, stdin))
 
+    # -- the configuration, read without running anything ---------------------------------------------------------
+    def config(self) -> list[ConfigEntry]:
+        """Every config entry git sees here (system, global, the repository's and its includes), cached and read
+        again when one of those files changes."""
+        return self._config_cached()[1]
+
+    def _driver_overrides(self) -> list[tuple[str, str]]:
+        return self._config_cached()[0]
+
+    def _config_cached(self) -> tuple[list[tuple[str, str]], list[ConfigEntry]]:
+        key = str(self.root)
+        with _drivers_lock:
+            cached = _drivers.get(key)
+        if cached is not None and _stamp(_config_files(self.root, cached[2])) == cached[0]:
+            return cached[1], cached[2]
+        before = _stamp(_git_dirs(self.root))
+        data = b"".join(self._stream(["config", "-z", "--show-scope", "--show-origin", "--list"], None, []))
+        entries = [e for e in _parse_config(data) if e.scope != "command"]
+        stamp = _stamp(_config_files(self.root, entries))
+        overrides = driver_overrides(entries)
+        if _stamp(_git_dirs(self.root)) == before:  # not changed while git read it: cache (else read again next time)
+            with _drivers_lock:
+                _drivers[key] = (stamp, overrides, entries)
+        return overrides, entries
+
+    def _user_config(self) -> list[ConfigEntry]:
+        """The user's and the admin's config (system, global), read outside any repository."""
+        data = b"".join(
+            self._stream(["config", "-z", "--show-scope", "--show-origin", "--list"], None, [], cwd=Path("/"))
+        )
+        return [e for e in _parse_config(data) if e.scope in _USER_SCOPES]
+
+    def _transport(self, remote: str, *, push: bool) -> tuple[list[str], dict[str, str], list[tuple[str, str]]]:
+        """Options, environment and config for a fetch or push: the pack programs given explicitly, and ssh,
+        askpass, credential helpers and the proxy only as the user configured them."""
+        ours = [e for e in self.config() if e.scope not in _USER_SCOPES]
+        if any(e.key.lower() == f"remote.{remote}.vcs".lower() and e.value for e in ours):
+            raise GitError(
+                f"remote {remote} names a remote helper in the repository's config (remote.{remote}.vcs); "
+                "nagent-lsp does not run it"
+            )
+        user = self._user_config()
+        environ = git_environ()
+        extra: dict[str, str] = {}
+        if "GIT_SSH_COMMAND" not in environ:
+            ssh = [e.value for e in user if e.key == "core.sshcommand"]
+            if ssh:
+                extra["GIT_SSH_COMMAND"] = ssh[-1]
+            elif environ.get("GIT_SSH"):
+                extra["GIT_SSH_COMMAND"] = shlex.quote(environ["GIT_SSH"])
+            else:
+                extra["GIT_SSH_COMMAND"] = "ssh"
+        extra.setdefault("GIT_PROXY_COMMAND", environ.get("GIT_PROXY_COMMAND", ""))
+        askpass = [e.value for e in user if e.key == "core.askpass"]
+        config = [("core.askPass", askpass[-1] if askpass else environ.get("SSH_ASKPASS", ""))]
+        # An empty credential.helper empties the list collected so far (every scope, URL-specific entries too);
+        # the user's own helpers are then given again, in their order, under their own names.
+        config.append(("credential.helper", ""))
+        config += [(e.key, e.value) for e in user if e.key.startswith("credential.") and e.key.endswith(".helper")]
+        named = push and self._is_remote_name(self.config(), remote)
+        url_args = ["remote", "get-url", "--push", remote] if named else None
+        urls = self.run(url_args or ["ls-remote", "--get-url", remote]).decode("utf-8", "replace").split()
+        if push:
+            program = _LOCAL_RECEIVE_PACK if any(url_is_local(u) for u in urls) else _RECEIVE_PACK
+            options = [f"--receive-pack={program}"]
+        else:
+            options = [f"--upload-pack={_UPLOAD_PACK}"]
+        return options, extra, config
+
+    @staticmethod
+    def _is_remote_name(entries: Iterable[ConfigEntry], remote: str) -> bool:
+        wanted = (f"remote.{remote}.url", f"remote.{remote}.pushurl")
+        return any(e.key in wanted for e in entries)
+
     # -- the queries the history capability needs -----------------------------------------------------------------
     def log_all(self, revision: str = "HEAD", exclude: Iterable[str] = ()) -> Iterator[bytes]:
         """The whole-repository pass: every commit reachable from `revision` but not from any of `exclude` (HEADs
         whose history is already indexed; names git no longer knows are ignored), with the files it changed (-M:
         renames as R lines). Merges show no files (their changes count once, in the commits that made them)."""
-        args = ["log", "-z", "--name-status", "-M", "--no-color", LOG_FORMAT, revision]
+        args = ["log", "-z", "--name-status", "-M", "--no-color", *_NO_DRIVERS, LOG_FORMAT, revision]
         excluded = [e for e in exclude if e]
         if excluded:
             args += ["--ignore-missing", "--not", *excluded]
@@ -117,6 +404,7 @@ class GitRepository:
             "-M",
             "--no-color",
             "--no-merges",
+            *_NO_DRIVERS,
             "--full-diff",
             f"-n{int(limit)}",
             LOG_FORMAT,
@@ -128,7 +416,7 @@ class GitRepository:
 
     def diff_zero_context(self, old: str, new: str, path: str) -> bytes:
         """`git diff -U0 old new -- path`: the hunks that move a blame from `old` to `new`."""
-        return self.run(["diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--", path])
+        return self.run(["diff", "-U0", "--no-color", *_NO_DRIVERS, "--no-renames", old, new, "--", path])
 
     def is_ancestor(self, old: str, new: str) -> bool:
         try:
@@ -138,7 +426,7 @@ class GitRepository:
             return False
 
     def blame(self, path: str, revision: str = "HEAD", ignore_revs_file: Path | None = None) -> bytes:
-        args = ["blame", "--porcelain"]
+        args = ["blame", "--porcelain", "--no-textconv"]
         if ignore_revs_file is not None:
             args += ["--ignore-revs-file", str(ignore_revs_file)]
         return self.run(args + [revision, "--", path])
@@ -150,7 +438,7 @@ class GitRepository:
             "show",
             "-M",
             "--no-color",
-            "--no-ext-diff",
+            *_NO_DRIVERS,
             "--stat",
             "--patch",
             "--format=%x01%H",
@@ -242,8 +530,17 @@ class GitRepository:
 
     def fetch_ref(self, remote: str, source: str, destination: str) -> bool:
         """`git fetch REMOTE +source:destination`; False when the remote has no `source`."""
+        options, extra, config = self._transport(remote, push=False)
+        args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-auto-maintenance", *options]
         try:
-            self.run(["fetch", "--quiet", "--no-tags", remote, f"+{source}:{destination}"])
+            b"".join(
+                self._stream(
+                    [*args, remote, f"+{source}:{destination}"],
+                    None,
+                    self._driver_overrides() + config,
+                    extra_env=extra,
+                )
+            )
         except GitError as exc:
             if "couldn't find remote ref" in str(exc).lower():
                 return False
@@ -252,8 +549,12 @@ class GitRepository:
 
     def push_ref(self, remote: str, ref: str) -> bool:
         """`git push REMOTE ref:ref`; False when the remote refused it as not a fast-forward (fetch and merge first)."""
+        options, extra, config = self._transport(remote, push=True)
+        args = ["push", "--quiet", "--no-verify", "--no-signed", "--no-recurse-submodules", *options]
         try:
-            self.run(["push", "--quiet", "--no-verify", remote, f"{ref}:{ref}"])
+            b"".join(
+                self._stream([*args, remote, f"{ref}:{ref}"], None, self._driver_overrides() + config, extra_env=extra)
+            )
         except GitError as exc:
             text = str(exc).lower()
             if "non-fast-forward" in text or "rejected" in text or "fetch first" in text:

@@ -18,19 +18,17 @@ import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
 
 from nagent_lsp.config.args import parse_args
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.logs import cap, one_line
 from nagent_lsp.core.model import ModelError
 from nagent_lsp.lsp.rpc import internal_error_message, shown
-
-if TYPE_CHECKING:
-    from nagent_lsp.lsp.server import NagentServer
 
 log = logging.getLogger("nagent_lsp")
 
@@ -40,20 +38,21 @@ PATH_FIELDS = ("uri", "indexPath")  # arguments that name a file
 MAX_PATH_ARGUMENT = 8192  # characters: far beyond PATH_MAX (4096) even percent-encoded
 
 A = TypeVar("A")
+S = TypeVar("S", bound=LanguageServer)  # the server class (lsp/server.py's NagentServer, which imports this module)
 Result = dict[str, Any]
-Handler = Callable[["NagentServer", A], Result | Awaitable[Result]]
+Handler = Callable[[S, A], Result | Awaitable[Result]]
 
 
 @attrs.frozen
-class Command(Generic[A]):
+class Command(Generic[S, A]):
     """One row of the table: `handler(server, args)` with the argument parsed into `args_type`. A sync handler
     runs in a worker thread so git or disk work never stalls the loop."""
 
     name: str
     args_type: type[A]
-    handler: Handler[A]
+    handler: Handler[S, A]
 
-    async def run(self, server: NagentServer, arguments: Sequence[Any] | None) -> Result:
+    async def run(self, server: S, arguments: Sequence[Any] | None) -> Result:
         args = parse_args(self.args_type, list(arguments or []))
         check_path_arguments(args)
         if inspect.iscoroutinefunction(self.handler):
@@ -61,14 +60,14 @@ class Command(Generic[A]):
         return await asyncio.to_thread(self.handler, server, args)  # type: ignore[arg-type]
 
 
-class CommandTable:
+class CommandTable(Generic[S]):
     """name → Command; `execute` is the only way a command runs (`workspace/executeCommand`, and
     `nagent.codeAction.run` running the command its code action names)."""
 
     def __init__(self) -> None:
-        self.commands: dict[str, Command[Any]] = {}
+        self.commands: dict[str, Command[S, Any]] = {}
 
-    def add(self, server: NagentServer, name: str, args_type: type[A], handler: Handler[A]) -> None:
+    def add(self, server: S, name: str, args_type: type[A], handler: Handler[S, A]) -> None:
         if name in self.commands:
             raise ValueError(f"command {name} is registered twice")
         self.commands[name] = Command(name, args_type, handler)
@@ -79,7 +78,7 @@ class CommandTable:
     def __contains__(self, name: object) -> bool:
         return name in self.commands
 
-    async def execute(self, server: NagentServer, name: str, arguments: Sequence[Any] | None) -> Result:
+    async def execute(self, server: S, name: str, arguments: Sequence[Any] | None) -> Result:
         command = self.commands.get(name)
         if command is None:
             raise JsonRpcInvalidParams(f"command: nagent-lsp has no command {shown(name)}")
@@ -106,7 +105,17 @@ def _listed(*_arguments: Any) -> None:
     raise AssertionError("commands run through lsp.commands.CommandTable")
 
 
-def register_command(server: NagentServer, name: str, args_type: type[A], handler: Handler[A]) -> None:
+class HasCommands(Protocol):
+    @property
+    def commands(self) -> CommandTable[Any]: ...
+
+
+T = TypeVar("T", bound=HasCommands)
+
+
+def register_command(
+    server: T, name: str, args_type: type[A], handler: Callable[[T, A], Result | Awaitable[Result]]
+) -> None:
     """Add a row to the server's command table."""
     server.commands.add(server, name, args_type, handler)
 

@@ -423,7 +423,8 @@ class NagentProtocol(ContainedProtocol):
 class NagentServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("nagent-lsp", __version__, protocol_cls=NagentProtocol, converter_factory=strict_converter)
-        self.commands = CommandTable()  # every nagent.* command (lsp/commands.py), run by workspace/executeCommand
+        # every nagent.* command (lsp/commands.py), run by workspace/executeCommand
+        self.commands: CommandTable[NagentServer] = CommandTable()
         self.stopping = threading.Event()  # set by shutdown(): the transport stops reading
         self.tcp_server: asyncio.Server | None = None
         self.session = Session()

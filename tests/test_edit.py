@@ -118,7 +118,7 @@ async def test_malformed_reply_corrected_then_exhausted(workspace, editors, fake
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "first"})
         assert result["response"] == "ok after correction"
-        assert "<system>" in conversation_text(result)
+        assert '<system attempt="1">' in conversation_text(result)  # the correction: a turn for memory
         second = fake_model.chat_requests[1].messages
         assert "rejected" in second[-1]["content"]
 

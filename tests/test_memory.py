@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nagent_lsp.agent.memory import plan_fold
+from nagent_lsp.agent.memory import SUMMARY, fresh_tokens, plan_fold
+from nagent_lsp.core.model import estimate_tokens
 from nagent_lsp.tags.transcript import (
     agent_response_block,
     append_blocks,
+    attempt_block,
     render_block,
     set_initial_context,
+    system_block,
     user_prompt_block,
 )
 from tests.harness.fake_openai import text
@@ -33,6 +36,36 @@ def test_plan_keeps_the_context_and_the_last_two_turns_and_the_current_request()
     assert plan.prompt is not None and "second" in plan.prompt.raw  # the newest request, kept verbatim
     assert text[plan.end :].startswith("<agent-response>") and "body 2" in text[plan.end :]
     assert "rules" not in folded
+
+
+def failed_run(i: int) -> list[str]:
+    """A run whose three attempts were rejected: the replies are in outputs/, their notes in the file."""
+    notes = [attempt_block(f"run {i}: no protocol tags (Attempt {a} of 3.)", a) for a in (1, 2, 3)]
+    return [user_prompt_block(f"request {i}"), *notes, system_block("still malformed after 3 attempts")]
+
+
+def test_failed_attempts_are_turns_that_fold() -> None:
+    text = append_blocks(set_initial_context("", "rules"), failed_run(1))
+    plan = plan_fold(text)
+    assert plan is not None  # three rejected attempts: the first may go, the last two stay
+    assert [b.attr("attempt") for b in plan.folded if b.kind == "system"] == ["1"]
+    assert text[plan.end :].startswith('<system attempt="2">') and "still malformed" in text[plan.end :]
+    assert plan.prompt is not None and "request 1" in plan.prompt.raw
+    text = append_blocks(text, failed_run(2))
+    plan = plan_fold(text)
+    assert plan is not None and "run 2: no protocol tags (Attempt 1" in "\n".join(b.raw for b in plan.folded)
+    assert plan.prompt is not None and "request 2" in plan.prompt.raw
+
+
+def test_fresh_tokens_leave_out_earlier_memory_and_the_kept_request() -> None:
+    memory = [system_block("3 earlier turn(s) were folded"), render_block(SUMMARY, "m" * 4000)]
+    text = append_blocks(set_initial_context("", "rules"), [*memory, *failed_run(1)])
+    plan = plan_fold(text)
+    assert plan is not None
+    folded = {b.raw for b in plan.folded}
+    assert memory[1] in folded and memory[0] in folded  # folded again with the rest, so memory stays one block...
+    turn = attempt_block("run 1: no protocol tags (Attempt 1 of 3.)", 1)
+    assert fresh_tokens(plan) == estimate_tokens(turn)  # ...but only the turn is what the fold takes away
 
 
 async def test_a_conversation_folds_under_a_small_budget(workspace, editors, fake_model) -> None:

@@ -1,7 +1,9 @@
 """The model loop: send the conversation, parse the reply, run its actions, append results, repeat.
 
-Malformed replies get a visible <system> correction and at most MAX_ATTEMPTS tries per turn; the raw
-reply is kept in outputs/ rather than in the conversation, so a mistake is never replayed as an example.
+Malformed replies get a visible <system attempt="N"> correction and at most MAX_ATTEMPTS tries per turn; the raw
+reply is kept in outputs/ rather than in the conversation, so a mistake is never replayed as an example (the
+correction says where, and that <nagent-read> reads it back). Each failed attempt's note is a turn for memory, so a
+run that fails folds like one that succeeds and the token budget holds either way.
 A provider error is tried again only when it says it may pass (`ModelError.retryable`): the adapter has already
 retried rate limits, server errors and timeouts, and a rejected key or an unknown model fails the same way every
 time, so the run stops at once. While the adapter waits to retry (a Retry-After), the progress says so.
@@ -35,9 +37,11 @@ from nagent_lsp.tags import (
     parse_reply,
     render_result,
 )
+from nagent_lsp.tags.rules import provider_error_note, raw_reply_note, rejected_note
 from nagent_lsp.tags.transcript import (
     TurnStatus,
     agent_response_block,
+    attempt_block,
     last_turn_status,
     next_input_block,
     system_block,
@@ -70,13 +74,6 @@ class _Telemetry:
             self.fabricated += 1
 
 
-def raw_pointer(path: str) -> str:
-    return (
-        f"Your reply as written is kept in {path}; this conversation records only its protocol tags. "
-        f'Read it with <nagent-read path="{path}"/> only if you need it.'
-    )
-
-
 def _stripped(parsed: ParsedReply) -> bool:
     """Whether the conversation records a cleaned copy of the reply instead of its raw text."""
     return bool(parsed.ignored or parsed.duplicates or parsed.fabrication)
@@ -106,7 +103,7 @@ async def run_loop(session: EditSession, convo: ConversationFile, memory: Memory
         blocks = [agent_response_block(body)]
         blocks += [system_block(note) for note in advisories(parsed, _truncated(finish))]
         if telemetry.raw is not None:
-            blocks.append(system_block(raw_pointer(telemetry.raw)))
+            blocks.append(system_block(raw_reply_note(telemetry.raw)))
         blocks.append(_turn_status(session, convo, outcome.steps, before, telemetry))
         convo.append(*blocks)
         ran_action, nexts = False, []
@@ -148,9 +145,9 @@ async def _accepted_reply(
             last_error = str(exc)
             if not exc.retryable:
                 message = f"The model provider failed; the run stopped and nothing was applied. {exc}"
-                convo.append(system_block(message))
+                convo.append(attempt_block(message, attempt))
                 raise RunFailed(message) from None
-            convo.append(system_block(f"Model provider error on attempt {attempt} of {MAX_ATTEMPTS}: {exc}"))
+            convo.append(attempt_block(provider_error_note(str(exc), attempt), attempt))
             continue
         provider_failed = False
         session.tokens.add(reply.usage)
@@ -160,12 +157,7 @@ async def _accepted_reply(
         if note is None:
             return reply.text, parsed, reply.finish_reason
         kept = _keep_raw(session, convo, turn, attempt, reply.text, parsed)
-        convo.append(
-            system_block(
-                f"{note} (Attempt {attempt} of {MAX_ATTEMPTS}; the rejected reply is kept in {kept}, "
-                "not in this conversation.)"
-            )
-        )
+        convo.append(attempt_block(rejected_note(note, attempt, kept), attempt))
     message = exhausted_message(provider_failed)
     if provider_failed and last_error:
         message = f"{message} Last error: {last_error}"

@@ -3,11 +3,13 @@
 
 What is never folded: the initial context (rebuilt every run, it is the system message) and the last two turns (a
 turn is a model reply with the results and notes that follow it), so the model always sees what it just did and
-what came of it. The newest `<user-prompt>`, when it falls among the folded blocks, is kept verbatim after the
-summary: the request being worked on is not left to a paraphrase. Earlier summaries are folded again with the rest,
-so memory stays one block. The unfolded file is archived first (nothing is lost), and the fold is recorded in a
-`<system>` note naming the archive. The summary is written by `summaryModel`; its tokens are reported apart
-(`tokens.memory`). A fold that fails (the model errs) leaves the conversation as it was, and the run goes on.
+what came of it. A failed attempt is a turn too (`tags.transcript.starts_turn`): a rejected reply, whose note stands
+in the file for it, or a provider error; runs that fail grow the conversation as much as runs that succeed, and fold
+alike. The newest `<user-prompt>`, when it falls among the folded blocks, is kept verbatim after the summary: the
+request being worked on is not left to a paraphrase. Earlier summaries are folded again with the rest, so memory
+stays one block. The unfolded file is archived first (nothing is lost), and the fold is recorded in a `<system>` note
+naming the archive. The summary is written by `summaryModel`; its tokens are reported apart (`tokens.memory`). A fold
+that fails (the model errs) leaves the conversation as it was, and the run goes on.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from nagent_lsp.core.ports import ChatModel
 from nagent_lsp.llm.tokens import Tokens
 from nagent_lsp.store.conversations import archive_text
 from nagent_lsp.tags.transcript import (
-    AGENT_RESPONSE,
     INITIAL_CONTEXT,
+    SYSTEM,
     USER_PROMPT,
     Block,
     parse_blocks,
     render_block,
+    starts_turn,
     system_block,
 )
 
@@ -36,6 +39,10 @@ log = logging.getLogger("nagent_lsp")
 
 SUMMARY = "conversation-summary"
 KEEP_TURNS = 2
+# A fold takes at least this share of the budget, or waits: when the initial context alone is near or over the budget,
+# every call is "over", and folding the one small turn that just aged out (a correction) would cost a summary call per
+# model call for almost nothing. The history then stays under (budget / MIN_FOLD_SHARE + the summary + the kept turns).
+MIN_FOLD_SHARE = 4
 
 FOLD_ASK = (
     "You keep the working memory of a coding session on one file. Below are the oldest turns of the session (the "
@@ -64,15 +71,27 @@ def plan_fold(text: str, keep_turns: int = KEEP_TURNS) -> FoldPlan | None:
     """What a fold would take, or None when there is nothing to fold (fewer turns than it keeps, or only an earlier
     summary before them)."""
     blocks = [b for b in parse_blocks(text) if b.kind != INITIAL_CONTEXT]
-    turn_starts = [i for i, b in enumerate(blocks) if b.kind == AGENT_RESPONSE]
+    turn_starts = [i for i, b in enumerate(blocks) if starts_turn(b)]
     if len(turn_starts) <= keep_turns:
         return None
     cut = turn_starts[-keep_turns]
     folded = blocks[:cut]
-    if not any(b.kind == AGENT_RESPONSE for b in folded):
+    if not any(starts_turn(b) for b in folded):
         return None
     prompt = next((b for b in reversed(folded) if b.kind == USER_PROMPT), None)
     return FoldPlan(folded, folded[0].start, blocks[cut].start, prompt)
+
+
+def fresh_tokens(plan: FoldPlan) -> int:
+    """What a fold would take out of the conversation for good: the folded blocks less the earlier memory (a summary
+    and the note before it), which comes back rewritten, and the request kept verbatim."""
+    kept = {id(plan.prompt)}
+    for i, block in enumerate(plan.folded):
+        if block.kind == SUMMARY:
+            kept.add(id(block))
+            if i and plan.folded[i - 1].kind == SYSTEM:
+                kept.add(id(plan.folded[i - 1]))
+    return sum(estimate_tokens(b.raw) for b in plan.folded if id(b) not in kept)
 
 
 @dataclass
@@ -103,10 +122,12 @@ class Memory:
         plan = plan_fold(convo.text)
         if plan is None:
             return False
+        if fresh_tokens(plan) < self.budget // MIN_FOLD_SHARE:
+            return False
+        history = "\n".join(b.raw for b in plan.folded)
         model = self.model()
         if model is None:
             return False
-        history = "\n".join(b.raw for b in plan.folded)
         ask = [Message("system", FOLD_ASK), Message("user", f"<conversation-turns>\n{history}\n</conversation-turns>")]
         try:
             reply = await model.complete(ask, cancel=cancel)
@@ -123,7 +144,7 @@ class Memory:
             return False
         archived = archive_text(convo.path, convo.text)
         folded_tokens = estimate_tokens(history)
-        turns = sum(1 for b in plan.folded if b.kind == AGENT_RESPONSE)
+        turns = sum(1 for b in plan.folded if starts_turn(b))
         note = (
             f"{turns} earlier turn(s) of this conversation (about {folded_tokens} tokens) were folded into the summary "
             f"below, to keep it under conversation.tokenBudget ({self.budget} tokens). The full text is archived at "

@@ -17,7 +17,7 @@ from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import Refused, resolve_in
 from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, split_text, trusted_splits_of
-from nagent_lsp.agent.write_policy import resolve_write
+from nagent_lsp.agent.write_policy import resolve_write, scope_refusal
 from nagent_lsp.core.errors import PatchError, SplitError, UserError
 from nagent_lsp.core.identity import file_id_for, sha256_hex
 from nagent_lsp.core.limits import INLINE_LIMIT
@@ -195,7 +195,7 @@ def _file_read(session: EditSession, path_str: str) -> str:
             f'<nagent-file-patch index="{split.index_path}"/>.'
         )
     else:
-        lines.append("Read the segments you need with <nagent-read>; this file is read-only in this session.")
+        lines.append(_other_file_note(session, path_str))
     session.report(f"split {path.name} into {len(segments)} segments")
     attrs = {
         "path": path_str,
@@ -205,6 +205,20 @@ def _file_read(session: EditSession, path_str: str) -> str:
         "segment_count": len(segments),
     }
     return render_result("file-read", attrs, "\n".join(lines))
+
+
+def _other_file_note(session: EditSession, path_str: str) -> str:
+    """What the model may do with a split file that is not the target: its segments are copies to read (only the
+    target's split merges back), and the file itself is written as any other file is, when the session allows it."""
+    refusal = scope_refusal(session, path_str)
+    if refusal is not None:
+        return f"Read the segments you need with <nagent-read>; this file is read-only in this session ({refusal})."
+    quoted = path_str.replace("&", "&amp;").replace('"', "&quot;")
+    return (
+        "Read the segments you need with <nagent-read>. They are copies for reading: only the target's segments are "
+        f'merged back. To change this file, use <nagent-replace path="{quoted}"> (any size of file) or '
+        f'<nagent-write path="{quoted}"> with its complete new content.'
+    )
 
 
 def _existing_split(session: EditSession, path: Path, text: str) -> TrustedSplit | None:

@@ -57,6 +57,18 @@ async def resolve_write(session: EditSession, path_str: str) -> WriteTarget:
     return where
 
 
+def scope_refusal(session: EditSession, path_str: str) -> str | None:
+    """Why writeScope, denyWrite or denyRead would refuse a write of `path_str`, a file other than the target; None
+    when they allow it (the agent's write permission, which may ask the user, is left to the write itself)."""
+    if session.settings.writeScope == "target":
+        return 'the writeScope setting is "target"'
+    try:
+        _workspace_write(session, path_str)
+    except Refused as exc:
+        return exc.reason
+    return None
+
+
 def _same_file(path: Path, file_id: str) -> bool:
     try:
         return file_id_for(path) == file_id

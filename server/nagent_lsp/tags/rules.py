@@ -140,6 +140,35 @@ def advisories(parsed: ParsedReply, truncated: str | None = None) -> list[str]:
     return notes
 
 
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;")
+
+
+def read_back(path: str, *, sentence: bool = False) -> str:
+    """How the model reads a sidecar the server kept under outputs/ (reads there are always allowed)."""
+    return f'{"R" if sentence else "r"}ead it with <nagent-read path="{_attr(path)}"/> only if you need it.'
+
+
+def raw_reply_note(path: str) -> str:
+    """After an accepted reply that the conversation records cleaned (its prose or junk stripped)."""
+    return (
+        f"Your reply as written is kept in {path}; this conversation records only its protocol tags. "
+        f"{read_back(path, sentence=True)}"
+    )
+
+
+def rejected_note(note: str, attempt: int, kept: str, attempts: int = MAX_ATTEMPTS) -> str:
+    """A correction for a rejected attempt: what was wrong, which attempt it was, and where its text is."""
+    return (
+        f"{note} (Attempt {attempt} of {attempts}.) The rejected reply is kept in {kept}, not in this "
+        f"conversation; {read_back(kept)}"
+    )
+
+
+def provider_error_note(error: str, attempt: int, attempts: int = MAX_ATTEMPTS) -> str:
+    return f"Model provider error on attempt {attempt} of {attempts}: {error}"
+
+
 def exhausted_message(provider_error: bool, attempts: int = MAX_ATTEMPTS) -> str:
     """The run's error when every attempt of a turn failed; nothing is applied."""
     if provider_error:

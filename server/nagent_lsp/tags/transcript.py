@@ -7,6 +7,7 @@ A file is a sequence of blocks, each starting on its own line::
     <agent-response>…</agent-response>
     <nagent-read-result path="…">…</nagent-read-result>   (any <nagent-*-result>)
     <system>…</system>
+    <system attempt="N">…</system>                        a failed attempt's note (a rejected reply, a provider error)
     <nagent-turn-status utc="…" turn="N" … />            telemetry: kept, never sent
     <nagent-next-input>…</nagent-next-input>
     Interrupted...
@@ -134,6 +135,18 @@ def agent_response_block(reply: str) -> str:
 
 def system_block(note: str) -> str:
     return render_block(SYSTEM, note)
+
+
+def attempt_block(note: str, attempt: int) -> str:
+    """The note on a failed attempt of a turn: a rejected reply (kept out of the file, in outputs/) or a provider
+    error. It stands for a model call as an <agent-response> does, so memory counts it as a turn: a run whose every
+    attempt fails still grows the conversation, and must fold like any other (DESIGN §11)."""
+    return render_block(SYSTEM, note, {"attempt": attempt})
+
+
+def starts_turn(block: Block) -> bool:
+    """Whether `block` begins a turn: a model reply, or the note standing for a failed attempt."""
+    return block.kind == AGENT_RESPONSE or (block.kind == SYSTEM and block.attr("attempt") is not None)
 
 
 def next_input_block(prompt: str) -> str:

@@ -244,3 +244,27 @@ async def test_api_key_never_reaches_the_conversation_or_the_model(workspace, ed
     assert all(key not in str(r.body) for r in fake_model.chat_requests)
     outputs = workspace / ".nagent" / "outputs"
     assert not outputs.exists() or all(key not in p.read_text(errors="replace") for p in outputs.iterdir())
+
+
+def test_a_delivery_on_the_wire_is_camel_case_without_its_outcome() -> None:
+    from nagent_lsp.core.ports import ApplyOutcome
+    from nagent_lsp.operations.apply import FileResult
+    from nagent_lsp.operations.deliver import Delivery
+
+    files = [FileResult("file:///a.py", 2, False)]
+    applied = Delivery(True, 2, files, patchPath="/p.patch", outcome=ApplyOutcome(True))
+    assert applied.as_result() == {
+        "applied": True,
+        "edits": 2,
+        "files": [{"uri": "file:///a.py", "edits": 2, "created": False}],
+        "patchPath": "/p.patch",
+    }
+    proposed = Delivery(False, reason="awaiting review", proposal={"id": "p1"}, reviewRequired=["a.sh is executable"])
+    assert proposed.as_result() == {
+        "applied": False,
+        "edits": 0,
+        "files": [],
+        "reason": "awaiting review",
+        "proposal": {"id": "p1"},
+        "reviewRequired": ["a.sh is executable"],
+    }

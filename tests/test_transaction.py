@@ -101,7 +101,7 @@ def test_apply_killed_anywhere_leaves_all_or_nothing(workspace: Path, fake_model
     saved = tmp_path / "saved-proposal"
     shutil.copytree(proposal_dir, saved)
     # The steps of this transaction: 42 temps (40 files, the patch, the proposal's record), the journal, 43 renames
-    # (the `pending` mark's deletion too), the cleanup.
+    # (the `pending` mark's deletion too), the cleanup. Killed after k of them, k < 87: always before the end.
     steps = 42 + 1 + 43 + 1
     kills = sorted(random.Random(SEED).sample(range(steps), TRIALS))
     outcomes = []
@@ -127,6 +127,7 @@ def test_apply_killed_anywhere_leaves_all_or_nothing(workspace: Path, fake_model
         else:
             assert pending == [proposal_id] and record["status"] == "pending", k
             assert patches == [], k
+        assert bool(changed) == (k >= 43), k  # the journal (step 43) is the commit point
         outcomes.append((k, "all" if changed else "none"))
     # Both outcomes happened (a kill before the journal undoes, one after it finishes), each as a whole.
     assert {o for _k, o in outcomes} == {"all", "none"}, outcomes
@@ -137,3 +138,34 @@ def test_apply_killed_anywhere_leaves_all_or_nothing(workspace: Path, fake_model
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout)["applied"] is True and state(workspace) == (FILES, True)
     assert leftovers(workspace) == []
+
+
+def test_recovery_never_overwrites_a_file_the_user_changed_after_the_crash(tmp_path: Path) -> None:
+    """Killed after the journal and one rename; the user then edits a file not yet renamed: recovery finishes the
+    others and keeps that file's new content aside, saying where."""
+    import sys
+
+    from nagent_lsp.store.transaction import recover
+
+    work, root = tmp_path / "work", tmp_path / "work" / ".nagent"
+    work.mkdir()
+    for name in ("a", "b", "c"):
+        (work / name).write_text(f"old {name}\n")
+    script = (
+        "import sys; from pathlib import Path; from nagent_lsp.store.transaction import Write, commit; "
+        "w = Path(sys.argv[1]); "
+        "commit(w / '.nagent', [Write(w / n, f'new {n}\\n'.encode()) for n in ('a', 'b', 'c')])"
+    )
+    # Steps: 3 temps, the journal, then the renames: exit after the first rename (the 5th step).
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(work)], env={**os.environ, CRASH_ENV: "5"}, capture_output=True, text=True
+    )
+    assert killed.returncode == KILLED, killed.stderr
+    assert [(work / n).read_text() for n in "abc"] == ["new a\n", "old b\n", "old c\n"]
+    (work / "b").write_text("the user's b\n")
+    said = recover(root)
+    assert [(work / n).read_text() for n in "abc"] == ["new a\n", "the user's b\n", "new c\n"]
+    kept = [p for p in (root / "txn").glob("recovered-*/b")]
+    assert [p.read_text() for p in kept] == ["new b\n"]
+    assert any("changed since" in line and str(kept[0]) in line for line in said), said
+    assert recover(root) == []  # done once

@@ -20,7 +20,7 @@ A process holds an exclusive `flock` on its transaction's `lock` file while it c
 whose lock is held (another process is committing it right now).
 
 `NAGENT_LSP_TEST_CRASH_AFTER=k` makes `commit` exit the process at once (`os._exit`, as a SIGKILL would) after k
-steps (a temp written, the journal, a rename, the cleanup): only the crash tests set it.
+steps (a temp written, the journal, a rename or deletion, the cleanup; 0: before any): only the crash tests set it.
 """
 
 from __future__ import annotations
@@ -74,12 +74,14 @@ class _Steps:
         value = os.environ.get(CRASH_ENV, "") if hooked else ""
         self.left = int(value) if value.isdigit() else None
 
-    def step(self) -> None:
-        if self.left is None:
-            return
-        self.left -= 1
-        if self.left < 0:
+    def check(self) -> None:
+        if self.left == 0:
             os._exit(137)
+
+    def step(self) -> None:
+        if self.left is not None:
+            self.left -= 1
+            self.check()
 
 
 def _digest(data: bytes) -> str:
@@ -109,6 +111,7 @@ def commit(state_root: Path, writes: Sequence[Write]) -> None:
     if not writes:
         return
     steps = _Steps()
+    steps.check()
     folder = state_root / TXN / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     folder.mkdir(parents=True)
     lock = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)

@@ -77,10 +77,9 @@ def test_notes_merge_keeps_every_entry_of_both_clones(tmp_path: Path) -> None:
 
 async def test_summaries_go_through_notes_between_two_clones(tmp_path, editors, fake_model, isolated_home) -> None:
     _, a, b, h = team(tmp_path)
-    for clone in (a, b):
-        repository_settings(clone, SHARED)
+    # Sharing is the user's consent (their editor's settings here), never a repository's config (DESIGN §12).
     fake_model.responder = summarising_responder
-    async with editors.open("vscode", a, model=True) as editor:
+    async with editors.open("vscode", a, model=True, init_options=SHARED) as editor:
         uri = (a / "app.py").resolve().as_uri()
         result = await poll(lambda: editor.command("nagent.history", {"uri": uri}), summarised)
     assert [c.get("summary") for c in result["commits"]] == [f"Model says {x[:7]} touched app.py." for x in h[::-1]]
@@ -98,7 +97,7 @@ async def test_summaries_go_through_notes_between_two_clones(tmp_path, editors, 
     assert "3 new summaries" in fetched.stdout
 
     fake_model.reset()  # B's server must not ask the model: the notes have every summary
-    async with editors.open("eglot", b, model=True) as editor:
+    async with editors.open("eglot", b, model=True, init_options=SHARED) as editor:
         uri = (b / "app.py").resolve().as_uri()
         result = await poll(lambda: editor.command("nagent.history", {"uri": uri}), summarised)
     assert [c.get("summary") for c in result["commits"]] == [f"Model says {x[:7]} touched app.py." for x in h[::-1]]
@@ -107,7 +106,7 @@ async def test_summaries_go_through_notes_between_two_clones(tmp_path, editors, 
 
 def test_warm_states_the_cost_asks_and_summarises_with_a_progress_bar(tmp_path, fake_model, isolated_home) -> None:
     _, a, _, h = team(tmp_path)
-    repository_settings(a, SHARED)
+    user_sharing(isolated_home)  # the user's consent: a repository's config cannot turn sharing on
     fake_model.responder = summarising_responder
     env = {"OPENAI_BASE_URL": fake_model.base_url, "OPENAI_API_KEY": "sk-test", "NAGENT_MODEL": "fake-model"}
     refused = cli(a, isolated_home, "summaries", "warm", "app.py", "util.py", env=env)
@@ -137,9 +136,7 @@ def test_warm_summarises_past_the_first_page_and_a_teammates_cli_shows_them_for_
     build_repo(a, [Commit(f"step {i}", {"app.py": f"{i}\n"}) for i in range(60)])
     git(a, "remote", "add", "origin", str(remote))
     git(a, "push", "-q", "origin", "main")
-    user_config = isolated_home / ".nagent" / "config.json"
-    user_config.parent.mkdir(parents=True, exist_ok=True)
-    user_config.write_text(json.dumps(SHARED), encoding="utf-8")
+    user_sharing(isolated_home)
     fake_model.responder = summarising_responder
     env = {"OPENAI_BASE_URL": fake_model.base_url, "OPENAI_API_KEY": "sk-test", "NAGENT_MODEL": "fake-model"}
     done = cli(a, isolated_home, "summaries", "warm", "app.py", "--max-commits", "60", "--yes", env=env)
@@ -155,6 +152,25 @@ def test_warm_summarises_past_the_first_page_and_a_teammates_cli_shows_them_for_
     commits = json.loads(shown.stdout)["commits"]
     assert commits and all(c["summary"] == f"Model says {c['hash'][:7]} touched app.py." for c in commits)
     assert len(fake_model.chat_requests) == spent  # read from the notes, not paid for again
+
+
+def user_sharing(home: Path) -> None:
+    user_config = home / ".nagent" / "config.json"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps(SHARED), encoding="utf-8")
+
+
+async def test_a_repository_config_cannot_turn_sharing_on(tmp_path, editors, fake_model) -> None:
+    """Sharing pushes summaries to the team's remote: the user's consent, not a clone's config."""
+    _, a, _, h = team(tmp_path)
+    repository_settings(a, SHARED)
+    fake_model.responder = summarising_responder
+    async with editors.open("vscode", a, model=True) as editor:
+        status = await editor.command("nagent.status")
+        uri = (a / "app.py").resolve().as_uri()
+        await poll(lambda: editor.command("nagent.history", {"uri": uri}), summarised)
+    assert status["settings"]["history"]["shareSummaries"] == "off"
+    assert SummaryNotes(GitRepository(a)).read() == {}  # summarised, cached, but nothing went into git notes
 
 
 def test_lookups_list_the_notes_tree_once_per_tip(tmp_path: Path) -> None:

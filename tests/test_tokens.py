@@ -14,7 +14,7 @@ from nagent_lsp.core.model import Message, Usage
 from nagent_lsp.llm.tokens import Tokens
 from tests.harness.fake_openai import slow, text
 from tests.harness.gitrepo import Commit, build_repo
-from tests.harness.lsp import repository_settings, wait_until
+from tests.harness.lsp import wait_until
 
 
 def make_repo(workspace: Path) -> Path:
@@ -67,10 +67,8 @@ def test_appends_append_and_rewrites_stay_atomic(tmp_path: Path) -> None:
 
 async def test_cache_read_and_cost_for_a_priced_profile(workspace, editors, fake_model) -> None:
     target = make_repo(workspace)
-    repository_settings(
-        workspace,
-        {"model": "priced", "models": {"priced": {"model": "fake-model", "price": {"input": 2, "output": 8}}}},
-    )
+    # The user's own profile (their editor's settings): a repository may only pick among the user's profiles.
+    priced = {"model": "priced", "models": {"priced": {"model": "fake-model", "price": {"input": 2, "output": 8}}}}
     fake_model.script(
         text(
             '<nagent-write path="app.py">\nx = 2\n</nagent-write>',
@@ -81,7 +79,7 @@ async def test_cache_read_and_cost_for_a_priced_profile(workspace, editors, fake
             usage={"prompt_tokens": 1100, "completion_tokens": 10, "cached_tokens": 900},
         ),
     )
-    async with editors.open("vscode", workspace, model=True) as editor:
+    async with editors.open("vscode", workspace, model=True, init_options=priced) as editor:
         editor.open(target)
         result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "two"})
     tokens = result["tokens"]

@@ -133,3 +133,36 @@ def problems(exc: BaseException, path: str = "", kind: Any = None) -> Iterator[t
         yield path.rstrip("."), str(exc)
     else:  # cattrs' own refusal (a nested object given as a number...): say what was expected, not the value
         yield path.rstrip("."), f"expected {'an object' if attrs.has(kind) else getattr(kind, '__name__', kind)}"
+
+
+# -- results going out -----------------------------------------------------------------------------------------
+# Operations return attrs classes (DESIGN §13 "one engine"); every front end (LSP, the CLI's --json, ACP) turns them
+# into JSON with this one function. Field names are already the contract's camelCase; a field left None is an
+# optional member that is absent, so it is omitted rather than sent as null (`reason?`, `patchPath?` …). A field
+# that must be null on the wire says so with `metadata={"null": True}`.
+WIRE_NULL = "null"
+
+
+def _omit_none_factory(cls: type) -> Callable[[Any], dict[str, Any]]:
+    fields = attrs.fields(cls)
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for field in fields:
+            value = getattr(obj, field.name)
+            if value is None and not field.metadata.get(WIRE_NULL):
+                continue
+            out[field.name] = wire_converter.unstructure(value)
+        return out
+
+    return unstructure
+
+
+wire_converter = cattrs.Converter()
+wire_converter.register_unstructure_hook_factory(attrs.has, _omit_none_factory)
+
+
+def to_wire(result: Any) -> Any:
+    """A result as JSON-ready data: attrs instances (at any depth) become objects without their None fields; dicts,
+    lists and plain values pass through."""
+    return wire_converter.unstructure(result)

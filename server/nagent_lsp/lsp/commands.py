@@ -18,13 +18,14 @@ import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import attrs
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from nagent_lsp.config.args import parse_args
+from nagent_lsp.config.convert import to_wire
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.logs import cap, one_line
 from nagent_lsp.core.model import ModelError
@@ -40,7 +41,9 @@ MAX_PATH_ARGUMENT = 8192  # characters: far beyond PATH_MAX (4096) even percent-
 A = TypeVar("A")
 S = TypeVar("S", bound=LanguageServer)  # the server class (lsp/server.py's NagentServer, which imports this module)
 Result = dict[str, Any]
-Handler = Callable[[S, A], Result | Awaitable[Result]]
+# What an operation returns: a typed result (attrs, turned into JSON by `to_wire`) or, while operations move to typed
+# results, a JSON-ready dict; an async handler returns an awaitable of it.
+Handler = Callable[[S, A], object]
 
 
 @attrs.frozen
@@ -56,8 +59,10 @@ class Command(Generic[S, A]):
         args = parse_args(self.args_type, list(arguments or []))
         check_path_arguments(args)
         if inspect.iscoroutinefunction(self.handler):
-            return await self.handler(server, args)
-        return await asyncio.to_thread(self.handler, server, args)  # type: ignore[arg-type]
+            result = await cast(Awaitable[object], self.handler(server, args))
+        else:
+            result = await asyncio.to_thread(self.handler, server, args)
+        return to_wire(result)  # a typed result (attrs) becomes its camelCase JSON; a dict passes through
 
 
 class CommandTable(Generic[S]):
@@ -114,7 +119,7 @@ T = TypeVar("T", bound=HasCommands)
 
 
 def register_command(
-    server: T, name: str, args_type: type[A], handler: Callable[[T, A], Result | Awaitable[Result]]
+    server: T, name: str, args_type: type[A], handler: Callable[[T, A], object]
 ) -> None:
     """Add a row to the server's command table."""
     server.commands.add(server, name, args_type, handler)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nagent_lsp.config import settings
-from nagent_lsp.config.args import parse_args
+from nagent_lsp.config.parse_args import parse_args
 from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.operations.args import EditArgs, HistoryArgs, NoArgs, PatchArgs, SplitArgs
 

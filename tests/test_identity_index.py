@@ -272,7 +272,7 @@ async def test_runs_on_one_file_take_turns(ws: Path, store: ConversationStore) -
 
 # --- the conversation commands' workflows (in process, with a fake editor port) ----------------------
 
-from nagent_lsp.config.args import parse_args  # noqa: E402
+from nagent_lsp.config.parse_args import parse_args  # noqa: E402
 from nagent_lsp.core.errors import InvalidArgument, UserError  # noqa: E402
 from nagent_lsp.operations import conversation as wf  # noqa: E402
 from nagent_lsp.operations.args import NamedArgs, UriArgs  # noqa: E402

@@ -1,7 +1,7 @@
 """The command table: every `workspace/executeCommand` command by name, its argument class and its handler, run
 by one dispatcher with one error policy.
 
-Every command takes one JSON object, parsed here once into the command's typed arguments (config.args), so
+Every command takes one JSON object, parsed here once into the command's typed arguments (config.parse_args), so
 operations only ever see typed values; a string that no file, log or model could take (a lone surrogate, a NUL)
 is refused there for every field, and a path argument (`uri`, `indexPath`) thousands of characters long or
 holding a percent-encoded NUL here, each naming the field. Errors become JSON-RPC errors with a message a person
@@ -24,8 +24,8 @@ import attrs
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from nagent_lsp.config.args import parse_args
 from nagent_lsp.config.convert import to_wire
+from nagent_lsp.config.parse_args import parse_args
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.logs import cap, one_line
 from nagent_lsp.core.model import ModelError
@@ -127,7 +127,7 @@ def register_command(
 
 def check_path_arguments(args: object) -> None:
     """InvalidArgument for a path argument no file system can take (before any operation trips over it); a raw
-    NUL or lone surrogate in any string was already refused by config.args.parse_args."""
+    NUL or lone surrogate in any string was already refused by config.parse_args.parse_args."""
     if not attrs.has(type(args)):
         return
     for field in PATH_FIELDS:

@@ -1,6 +1,6 @@
 """The argument of every command (DESIGN §4), as typed objects: the field names are the contract's camelCase
 names, a field with a default is optional. The LSP edge parses the JSON object into these with
-`config.args.parse_args` (InvalidParams naming the field); the CLI builds them directly. Light on purpose:
+`config.parse_args.parse_args` (InvalidParams naming the field); the CLI builds them directly. Light on purpose:
 importing this module imports neither git nor openai.
 """
 

@@ -14,7 +14,7 @@ import asyncio
 from pathlib import Path
 
 from nagent_lsp.agent.sandbox import ReadRules, Refused
-from nagent_lsp.config.args import file_argument
+from nagent_lsp.config.parse_args import file_argument
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.ports import Buffer, EditorPort

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp.agent.sandbox import Refused
-from nagent_lsp.config.args import file_argument
+from nagent_lsp.config.parse_args import file_argument
 from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError

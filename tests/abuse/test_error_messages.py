@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from nagent_lsp.core.logs import MAX_RECORD, CappedFormatter, setup_logging
 from nagent_lsp.lsp.commands import register_command
-from nagent_lsp.lsp.logs import CLIENT_MESSAGE_CHARS, ClientForwarder
+from nagent_lsp.lsp.log_forwarding import CLIENT_MESSAGE_CHARS, ClientForwarder
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.lsp.transport import Frame
 

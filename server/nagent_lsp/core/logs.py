@@ -2,7 +2,7 @@
 
 Log lines a person can read: every record is capped at MAX_RECORD characters (a 10 MB URI does not make a
 10 MB line), a traceback is written only at -v and then capped too, and a log file rotates at LOG_FILE_BYTES
-keeping LOG_FILE_BACKUPS older files. The editor never gets a traceback (lsp/logs.py formats without one).
+keeping LOG_FILE_BACKUPS older files. The editor never gets a traceback (lsp/log_forwarding.py formats without one).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nagent_lsp.lsp import logs
+from nagent_lsp.lsp import log_forwarding
 from nagent_lsp.lsp.features import (
     agents,
     codeaction,
@@ -21,5 +21,5 @@ def create_server() -> NagentServer:
     server = NagentServer()
     for feature in (lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents, review):
         feature.register(server)
-    logs.attach_client(server)
+    log_forwarding.attach_client(server)
     return server

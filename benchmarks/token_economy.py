@@ -173,7 +173,7 @@ async def prompt_growth(budget: int | None, requests: int, base: Path) -> tuple[
 
 
 def append_cost(lines: int, runs: int, base: Path) -> tuple[float, float, float]:
-    from nagent_lsp.agent.conversation import ConversationFile
+    from nagent_lsp.agent.conversation_file import ConversationFile
     from nagent_lsp.store.atomic import atomic_write_text
     from nagent_lsp.tags.transcript import agent_response_block, render_block
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.core.model import Message, Usage
 from nagent_lsp.llm.tokens import Tokens
 from tests.harness.fake_openai import slow, text

@@ -17,7 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.memory import Memory
 from nagent_lsp.agent.run import MAX_DEPTH, EditSession
 from nagent_lsp.agent.tools import execute

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, estimate_tokens
 from nagent_lsp.core.ports import ChatModel
 from nagent_lsp.llm.tokens import Tokens

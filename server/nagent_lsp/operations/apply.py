@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, FileOutcome, Records, RecordWrite
 from nagent_lsp.operations.session import Session

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.model import Message, estimate_tokens
 from nagent_lsp.core.ports import ChatModel, EditorPort

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.config.convert import converter
 from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, Progress
 from nagent_lsp.operations.apply import FileResult, apply_change_set

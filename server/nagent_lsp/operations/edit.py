@@ -11,7 +11,7 @@ from typing import Any
 
 from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
 from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
 from nagent_lsp.agent.memory import Memory
 from nagent_lsp.agent.permissions import ShellPermission

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.recipe import RecipeOutcome, RecipeRun, record_block, run_recipe
 from nagent_lsp.config.agents import Loaded

@@ -42,7 +42,7 @@ from typing import Any
 
 import attrs
 
-from nagent_lsp.agent.conversation import ConversationFile
+from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, denied_by
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path

@@ -20,7 +20,7 @@ from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.write_policy import check_write
 from nagent_lsp.core.identity import file_id_for
 from nagent_lsp.core.ports import Buffer
-from nagent_lsp.store.splits import find_split_dirs
+from nagent_lsp.store.split_index import find_split_dirs
 
 
 def put(path: Path, text: str = "data\n") -> Path:

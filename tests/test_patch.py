@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nagent_lsp.agent.splits import plan_patch, refresh_after_apply, reindex, split_text
 from nagent_lsp.core.errors import PatchError
 from nagent_lsp.store.patches import write_patch
-from nagent_lsp.store.splits import load_index
+from nagent_lsp.store.split_index import load_index
 from nagent_lsp.text.edits import split_lines, unified_diff
 
 TEXT = "".join(f"def f{i}():\r\n    return {i}  # é😀\r\n\r\n" for i in range(60))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from nagent_lsp.agent.splits import refresh_split, split_text
 from nagent_lsp.core.errors import SplitError
-from nagent_lsp.store.splits import load_index
+from nagent_lsp.store.split_index import load_index
 from nagent_lsp.text.segments import count_lines, plan_segments
 from nagent_lsp.text.split_rules import TYPES, UnknownSplitType, detect_split_type, normalize_split_type
 

@@ -421,7 +421,7 @@ def test_the_state_roots_gitignore(tmp_path: Path) -> None:
 
 
 def test_a_split_index_with_matching_inodes_but_no_mac_is_refused(tmp_path: Path) -> None:
-    from nagent_lsp.store.splits import UntrustedIndex, load_index, write_index
+    from nagent_lsp.store.split_index import UntrustedIndex, load_index, write_index
 
     folder = tmp_path / "splits" / "one"
     folder.mkdir(parents=True)

@@ -17,7 +17,7 @@ from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.model import Message, Reply
 from nagent_lsp.core.ports import EditorPort, Progress
 from nagent_lsp.llm.tokens import Tokens
-from nagent_lsp.store.splits import read_segment
+from nagent_lsp.store.split_index import read_segment
 
 MAX_DEPTH = 2  # sub-conversations may nest this deep; deeper requests get an error result
 

@@ -24,7 +24,7 @@ from nagent_lsp.config.settings import DEFAULT_MAX_FILE_BYTES
 from nagent_lsp.core.errors import PatchError, SplitError
 from nagent_lsp.core.identity import sha256_hex
 from nagent_lsp.store.atomic import atomic_write_bytes
-from nagent_lsp.store.splits import (
+from nagent_lsp.store.split_index import (
     INDEX,
     SplitResult,
     UntrustedIndex,
@@ -73,7 +73,7 @@ def load_trusted_split(
 
     Trusted only (DESIGN §12) when its folder sits directly in one of `splits_roots` (the `splits/` of the
     session's state roots) — or, with `root_of` (path → its state root), in the `splits/` of the state root its
-    own source belongs to, inside the workspace — when the server wrote it (store.splits.load_index: its
+    own source belongs to, inside the workspace — when the server wrote it (store.split_index.load_index: its
     ownership stamp and folder identity), when every segment lies in its folder, and when its source passes the
     read rules (inside the workspace, no denyRead match). Its location is checked before a byte of it is read."""
     raw = os.fspath(index_path)

@@ -22,7 +22,7 @@ from nagent_lsp.core.errors import PatchError, SplitError, UserError
 from nagent_lsp.core.identity import file_id_for, sha256_hex
 from nagent_lsp.core.limits import INLINE_LIMIT
 from nagent_lsp.store.files import decode_text, read_regular_bytes
-from nagent_lsp.store.splits import INDEX, read_segment
+from nagent_lsp.store.split_index import INDEX, read_segment
 from nagent_lsp.tags import (
     Action,
     FilePatch,

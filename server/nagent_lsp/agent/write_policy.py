@@ -23,7 +23,7 @@ from nagent_lsp.agent.changeset import WriteTarget
 from nagent_lsp.agent.sandbox import Refused, containing_folder, denied_by, resolve_in
 from nagent_lsp.agent.splits import trusted_splits_of
 from nagent_lsp.core.identity import file_id_for
-from nagent_lsp.store.splits import INDEX
+from nagent_lsp.store.split_index import INDEX
 
 if TYPE_CHECKING:
     from nagent_lsp.agent.run import EditSession

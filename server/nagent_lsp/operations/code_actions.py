@@ -17,7 +17,7 @@ from nagent_lsp.core.errors import SplitError
 from nagent_lsp.operations.buffers import read_rules
 from nagent_lsp.operations.instruction import comment_at
 from nagent_lsp.operations.session import Session
-from nagent_lsp.store.splits import INDEX, find_split_dirs
+from nagent_lsp.store.split_index import INDEX, find_split_dirs
 
 
 @attrs.frozen

@@ -20,7 +20,7 @@ from nagent_lsp.operations.args import PatchArgs
 from nagent_lsp.operations.buffers import read_rules, read_source
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.patches import write_patch
-from nagent_lsp.store.splits import UntrustedIndex
+from nagent_lsp.store.split_index import UntrustedIndex
 from nagent_lsp.text.edits import minimal_edits, unified_diff
 
 

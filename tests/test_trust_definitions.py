@@ -19,7 +19,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from nagent_lsp.store.trust import read_definitions
+from nagent_lsp.store.trust_records import read_definitions
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo, git
 from tests.harness.lsp import open_editor

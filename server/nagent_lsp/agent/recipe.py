@@ -23,7 +23,7 @@ import attrs
 
 from nagent_lsp.agent.permissions import Asker, ShellPermission
 from nagent_lsp.agent.shell import run_shell
-from nagent_lsp.config.recipes import Recipe, Step, substitute
+from nagent_lsp.config.recipe_definitions import Recipe, Step, substitute
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.model import Message, ModelError

@@ -17,7 +17,7 @@ from typing import Any, cast
 import attrs
 
 from nagent_lsp.agent.permissions import Permissions, Policy, Rule
-from nagent_lsp.config.agents import BUILTIN, Agent, ConfigFileError, Loaded, Shadowed, load_agents
+from nagent_lsp.config.agent_definitions import BUILTIN, Agent, ConfigFileError, Loaded, Shadowed, load_agents
 from nagent_lsp.config.parse_args import file_argument
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.config.state_root import home_root

@@ -18,7 +18,7 @@ from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import ReadRules
 from nagent_lsp.agent.splits import StagedSplits, refresh_split
-from nagent_lsp.config.agents import Agent
+from nagent_lsp.config.agent_definitions import Agent
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path

@@ -21,8 +21,8 @@ from typing import Any
 from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.recipe import RecipeOutcome, RecipeRun, record_block, run_recipe
-from nagent_lsp.config.agents import Loaded
-from nagent_lsp.config.recipes import Recipe, load_recipes
+from nagent_lsp.config.agent_definitions import Loaded
+from nagent_lsp.config.recipe_definitions import Recipe, load_recipes
 from nagent_lsp.config.state_root import home_root
 from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.core.model import ModelCancelled

@@ -2,7 +2,7 @@
 
 A repository's nagent definitions (its state root's config.json, context.md|yaml, agents/ and recipes/) come with a
 clone: a stranger's input. Until the user trusts them — by their content hash, recorded in the user's own state
-(store.trust), as direnv does — a workspace recipe's command steps do not run and no workspace recipe is offered
+(store.trust_records), as direnv does — a workspace recipe's command steps do not run and no workspace recipe is offered
 as a code action. Any change to the definitions changes the hash, which revokes the trust; that is reported once.
 """
 
@@ -15,14 +15,14 @@ from typing import Any
 
 import attrs
 
-from nagent_lsp.config.agents import ConfigFileError
-from nagent_lsp.config.recipes import Recipe, parse_recipe
+from nagent_lsp.config.agent_definitions import ConfigFileError
+from nagent_lsp.config.recipe_definitions import Recipe, parse_recipe
 from nagent_lsp.config.state_root import home_root
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.operations.agents import workspace_state_root
 from nagent_lsp.operations.args import TrustArgs, TrustStatusArgs
 from nagent_lsp.operations.session import Session
-from nagent_lsp.store.trust import Definitions, TrustRecord, TrustRecords, read_definitions
+from nagent_lsp.store.trust_records import Definitions, TrustRecord, TrustRecords, read_definitions
 
 log = logging.getLogger("nagent_lsp")
 

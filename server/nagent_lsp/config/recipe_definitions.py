@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import attrs
 
-from nagent_lsp.config.agents import (
+from nagent_lsp.config.agent_definitions import (
     ConfigFileError,
     Loaded,
     Source,

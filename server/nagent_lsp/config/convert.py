@@ -23,7 +23,7 @@ class Invalid(ValueError):
     """A value refused by a structure hook or a check; the message says what was expected."""
 
 
-def shown(value: object) -> str:
+def describe_value(value: object) -> str:
     """A value as an error message may show it: numbers and the like, never a string's text."""
     if isinstance(value, str):
         return f"a string of {len(value)} characters"
@@ -40,7 +40,7 @@ class Between:
 
     def __call__(self, value: float) -> None:
         if not self.low <= value <= self.high:
-            raise Invalid(f"must be between {self.low} and {self.high}, got {shown(value)}")
+            raise Invalid(f"must be between {self.low} and {self.high}, got {describe_value(value)}")
 
 
 @attrs.frozen
@@ -63,7 +63,7 @@ def _is_number(value: object) -> bool:
 def _strict(kind: type, ok: Callable[[Any], bool], expected: str) -> Callable[[object, type], Any]:
     def structure(value: object, _: type) -> Any:
         if not ok(value):
-            raise Invalid(f"expected {expected}, got {shown(value)}")
+            raise Invalid(f"expected {expected}, got {describe_value(value)}")
         return kind(value)
 
     return structure
@@ -80,7 +80,7 @@ _PRIMITIVES: dict[type, Callable[[object, type], Any]] = {
 
 def _strings(value: object, kind: type) -> Any:
     if not isinstance(value, (list, tuple)):
-        raise Invalid(f"expected a list of strings, got {shown(value)}")
+        raise Invalid(f"expected a list of strings, got {describe_value(value)}")
     strings = [_PRIMITIVES[str](v, str) for v in value]
     return tuple(strings) if typing.get_origin(kind) is tuple else strings
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 import attrs
 import cattrs
 
-from nagent_lsp.config.convert import UNKNOWN, converter, problems, shown
+from nagent_lsp.config.convert import UNKNOWN, converter, describe_value, problems
 from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.core.identity import uri_to_path
 
@@ -30,7 +30,7 @@ def parse_args(cls: type[T], raw: object) -> T:
         raw = raw[0] if raw else None
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
-        raise InvalidArgument("arguments", f"expected a JSON object, got {shown(raw)}")
+        raise InvalidArgument("arguments", f"expected a JSON object, got {describe_value(raw)}")
     for field, problem in bad_strings(raw):
         raise InvalidArgument(field or "arguments", problem)
     try:

@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 import attrs
 import cattrs
 
-from nagent_lsp.config.convert import Between, Invalid, converter, problems, shown
+from nagent_lsp.config.convert import Between, Invalid, converter, describe_value, problems
 from nagent_lsp.store import provenance
 from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import FileTooLarge, NotRegularFile
@@ -116,7 +116,7 @@ class ProposalRecord:
 
 def _any_text(value: object, _: type) -> str:
     if not isinstance(value, str):
-        raise Invalid(f"expected a string, got {shown(value)}")
+        raise Invalid(f"expected a string, got {describe_value(value)}")
     return value
 
 

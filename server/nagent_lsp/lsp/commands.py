@@ -29,7 +29,7 @@ from nagent_lsp.config.parse_args import parse_args
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.logs import cap, one_line
 from nagent_lsp.core.model import ModelError
-from nagent_lsp.lsp.rpc import internal_error_message, shown
+from nagent_lsp.lsp.rpc import internal_error_message, quoted
 
 log = logging.getLogger("nagent_lsp")
 
@@ -86,7 +86,7 @@ class CommandTable(Generic[S]):
     async def execute(self, server: S, name: str, arguments: Sequence[Any] | None) -> Result:
         command = self.commands.get(name)
         if command is None:
-            raise JsonRpcInvalidParams(f"command: nagent-lsp has no command {shown(name)}")
+            raise JsonRpcInvalidParams(f"command: nagent-lsp has no command {quoted(name)}")
         try:
             return await command.run(server, arguments)
         except (asyncio.CancelledError, JsonRpcException):
@@ -143,5 +143,5 @@ def check_path_arguments(args: object) -> None:
 def os_error_message(command: str, error: OSError) -> str:
     """What the system refused, for which file: `nagent.split failed: File name too long ('/aaa…')`."""
     reason = os.strerror(error.errno) if error.errno else "the file system refused the operation"
-    where = f" ({shown(os.fsdecode(error.filename), 120)})" if isinstance(error.filename, (str, bytes)) else ""
+    where = f" ({quoted(os.fsdecode(error.filename), 120)})" if isinstance(error.filename, (str, bytes)) else ""
     return f"{command} failed: {reason}{where}"

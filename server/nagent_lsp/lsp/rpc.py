@@ -6,7 +6,7 @@
 - `describe_params_error`: a cattrs failure as `params.position.line: expected an integer from 0 to 2147483647`
   (the JSON field names, never a Python exception's text, never the value sent).
 - `salvage_id`: the top-level `id` of a message too deeply nested for `json.loads`, so even it is answered.
-- `shown`: a short, safe rendering of a client-sent string for a message.
+- `quoted`: a short, safe rendering of a client-sent string for a message.
 - `internal_error_message`: what a request that hit a bug is answered with (the details go to the log).
 """
 
@@ -32,7 +32,7 @@ from cattrs.errors import (
     IterableValidationNote,
 )
 
-SHOWN_CHARS = 60
+QUOTED_CHARS = 60  # characters of a client-sent string quoted in a message
 _RANGE = re.compile(r"^\w+\.(\w+) should be in range \[(-?\d+):(-?\d+)\]")
 _SCALAR = re.compile(r'\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*"|true|false|null)')
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
@@ -72,7 +72,7 @@ def json_kind(value: object) -> str:
     return "a value of another kind"
 
 
-def shown(text: object, limit: int = SHOWN_CHARS) -> str:
+def quoted(text: object, limit: int = QUOTED_CHARS) -> str:
     """A client-sent string as a message may quote it: printable, at most `limit` characters."""
     if not isinstance(text, str):
         return json_kind(text)

@@ -48,8 +48,8 @@ from nagent_lsp.lsp.rpc import (
     has_lone_surrogate,
     internal_error_message,
     json_kind,
+    quoted,
     salvage_id,
-    shown,
     strict_converter,
 )
 from nagent_lsp.lsp.transport import MAX_BODY, READ_SIZE, Event, Frame, Junk, Oversized, serve
@@ -246,21 +246,21 @@ class NagentProtocol(ContainedProtocol):
             self._reply(
                 msg_id,
                 INVALID_REQUEST,
-                f"Invalid request: the server is shutting down (shutdown was received), so {shown(method)} is refused",
+                f"Invalid request: the server is shutting down (shutdown was received), so {quoted(method)} is refused",
             )
             return
         if not self._initialize_seen and method != types.INITIALIZE:
             self._reply(
                 msg_id,
                 SERVER_NOT_INITIALIZED,
-                f"The server is not initialized yet: send initialize before {shown(method)}",
+                f"The server is not initialized yet: send initialize before {quoted(method)}",
             )
             return
         if method == types.INITIALIZE and self._initialize_seen:
             self._reply(msg_id, INVALID_REQUEST, "Invalid request: the server is already initialized")
             return
         if not self._has_handler(method):
-            self._reply(msg_id, METHOD_NOT_FOUND, f"Method not found: nagent-lsp does not implement {shown(method)}")
+            self._reply(msg_id, METHOD_NOT_FOUND, f"Method not found: nagent-lsp does not implement {quoted(method)}")
             return
         try:
             message = self._structure(method, data, request=True)
@@ -278,10 +278,10 @@ class NagentProtocol(ContainedProtocol):
 
     def _notification(self, method: str, data: dict[str, Any]) -> None:
         if not self._initialize_seen and method != types.EXIT:
-            log.info("ignored %s before initialize", shown(method))
+            log.info("ignored %s before initialize", quoted(method))
             return
         if method != types.CANCEL_REQUEST and not self._has_handler(method):
-            log.debug("ignored notification %s (not implemented)", shown(method))
+            log.debug("ignored notification %s (not implemented)", quoted(method))
             return
         try:
             message = self._structure(method, data, request=False)
@@ -305,10 +305,10 @@ class NagentProtocol(ContainedProtocol):
     def _params_problem(method: str, data: dict[str, Any], exc: Exception) -> str:
         if isinstance(exc, BaseValidationError):
             if data.get("params") is None:
-                return f"Invalid params: {shown(method)} needs params (an object); none were sent"
-            return f"Invalid params for {shown(method)}: {describe_params_error(exc, data)}"
-        log.info("params of %s could not be read: %s", shown(method), one_line(exc))
-        return f"Invalid params for {shown(method)}: they could not be read"
+                return f"Invalid params: {quoted(method)} needs params (an object); none were sent"
+            return f"Invalid params for {quoted(method)}: {describe_params_error(exc, data)}"
+        log.info("params of %s could not be read: %s", quoted(method), one_line(exc))
+        return f"Invalid params for {quoted(method)}: they could not be read"
 
     def _client_response(self, data: dict[str, Any]) -> None:
         msg_id: Any = data.get("id")
@@ -417,7 +417,7 @@ class NagentProtocol(ContainedProtocol):
     @staticmethod
     def _log_failure(method: str, error: BaseException) -> None:
         # One line for the editor; the traceback only reaches the log file / stderr at -v (core.logs).
-        log.error("%s failed: %s", shown(method, 80), one_line(error), exc_info=error)
+        log.error("%s failed: %s", quoted(method, 80), one_line(error), exc_info=error)
 
 
 class NagentServer(LanguageServer):

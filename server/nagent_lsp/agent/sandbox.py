@@ -97,15 +97,15 @@ def confine_read(
         lexical = requested if requested.is_absolute() else start / requested
         resolved = resolve_in(path_str, start)
     except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a name too long for the system
-        raise Refused(f"{_shown(path_str)} cannot be resolved ({_reason(exc)})") from None
+        raise Refused(f"{_printable_path(path_str)} cannot be resolved ({_reason(exc)})") from None
     folder = containing_folder(resolved, folders)
     if folder is None:
         shown = ", ".join(str(f) for f in folders)
-        raise Refused(f"{_shown(path_str)} is outside the workspace folders ({shown}); only files inside them are read")
+        raise Refused(f"{_printable_path(path_str)} is outside the workspace folders ({shown}); only files inside them are read")
     if _special(resolved):
-        raise Refused(f"{_shown(path_str)} is a kernel or device file (/proc, /sys, /dev), never read", "special")
+        raise Refused(f"{_printable_path(path_str)} is a kernel or device file (/proc, /sys, /dev), never read", "special")
     if _private(resolved):
-        raise Refused(f"{_shown(path_str)} is nagent's per-user secret, never read", "denied")
+        raise Refused(f"{_printable_path(path_str)} is nagent's per-user secret, never read", "denied")
     glob = denied_by(PurePosixPath(resolved.relative_to(folder).as_posix()), globs)
     if glob is None:
         # A link named like a secret is refused too, whatever it points at.
@@ -113,7 +113,7 @@ def confine_read(
         rel = Path(os.path.normpath(lexical)).relative_to(lexical_folder) if lexical_folder else Path(lexical.name)
         glob = denied_by(PurePosixPath(rel.as_posix()), globs)
     if glob is not None:
-        raise Refused(f"{_shown(path_str)} matches the denyRead pattern {glob!r}", "denied")
+        raise Refused(f"{_printable_path(path_str)} matches the denyRead pattern {glob!r}", "denied")
     return resolved
 
 

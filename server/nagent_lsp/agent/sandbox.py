@@ -101,9 +101,11 @@ def confine_read(
     folder = containing_folder(resolved, folders)
     if folder is None:
         shown = ", ".join(str(f) for f in folders)
-        raise Refused(f"{_printable_path(path_str)} is outside the workspace folders ({shown}); only files inside them are read")
+        where = f"outside the workspace folders ({shown}); only files inside them are read"
+        raise Refused(f"{_printable_path(path_str)} is {where}")
     if _special(resolved):
-        raise Refused(f"{_printable_path(path_str)} is a kernel or device file (/proc, /sys, /dev), never read", "special")
+        kind = "a kernel or device file (/proc, /sys, /dev)"
+        raise Refused(f"{_printable_path(path_str)} is {kind}, never read", "special")
     if _private(resolved):
         raise Refused(f"{_printable_path(path_str)} is nagent's per-user secret, never read", "denied")
     glob = denied_by(PurePosixPath(resolved.relative_to(folder).as_posix()), globs)
@@ -126,7 +128,7 @@ def _private(path: Path) -> bool:
         return False
 
 
-def _shown(path_str: str) -> str:
+def _printable_path(path_str: str) -> str:
     """A path as it may appear in a message: bounded, without control characters."""
     clean = "".join(c if c.isprintable() else "?" for c in path_str)
     return clean if len(clean) <= 300 else clean[:150] + "…" + clean[-100:]

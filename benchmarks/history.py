@@ -246,6 +246,19 @@ class LspError(Exception):
         self.error = error
 
 
+
+async def _content_length(stdout: asyncio.StreamReader) -> int:
+    """Read one message's headers; its Content-Length (0 when none was sent)."""
+    length = 0
+    while True:
+        line = await stdout.readline()
+        if not line:
+            raise EOFError("the server closed its output")
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+        elif line in (b"\r\n", b"\n"):
+            return length
+
 class Server:
     """`python -m nagent_lsp` as a subprocess, spoken to with a minimal JSON-RPC client (every notification kept with
     its arrival time; server requests answered the way a plain editor would). Latencies are taken here, at the
@@ -301,16 +314,7 @@ class Server:
         stdout = self.proc.stdout
         try:
             while True:
-                length = 0
-                while True:
-                    line = await stdout.readline()
-                    if not line:
-                        raise EOFError("the server closed its output")
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                    elif line in (b"\r\n", b"\n"):
-                        break
-                message = json.loads(await stdout.readexactly(length))
+                message = json.loads(await stdout.readexactly(await _content_length(stdout)))
                 now = time.perf_counter()
                 if "method" in message and "id" in message:
                     await self._answer(message)
@@ -487,7 +491,7 @@ def first_hash(card: str | None) -> str | None:
 # -- waiting for the index ---------------------------------------------------------------------------------------
 
 
-def history_state(value: Any, root: str) -> str | None:
+def history_state(value: Any, root: str) -> str | None:  # noqa: C901, PLR0912  2026-11-27: reads every shape nagent.status has had, so old servers can be measured
     """'ready' / 'building' / None (unknown) from whatever shape `nagent.status`'s `history` field has."""
     if isinstance(value, list):
         mine = [v for v in value if isinstance(v, dict) and root in json.dumps(v)]
@@ -519,7 +523,7 @@ def history_state(value: Any, root: str) -> str | None:
     return None
 
 
-async def wait_index_ready(server: Server, root: Path, timeout: float) -> tuple[float | None, str]:
+async def wait_index_ready(server: Server, root: Path, timeout: float) -> tuple[float | None, str]:  # noqa: C901, PLR0912  2026-11-27: three signals of readiness (status, progress, log) polled in one loop
     """Seconds (perf_counter) when the index became ready, and how that was seen."""
     deadline = time.perf_counter() + timeout
     status_has_history: bool | None = None

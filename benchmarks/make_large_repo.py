@@ -185,7 +185,7 @@ def commit_times(rng: random.Random, n: int, end: int, years: float) -> list[int
     return [x - shift for x in out] if shift > 0 else out
 
 
-def main() -> int:
+def main() -> int:  # noqa: C901, PLR0912, PLR0915  2026-11-27: a one-off generator script read top to bottom
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
     ap.add_argument("--commits", type=int, default=100_000)

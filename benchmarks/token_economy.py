@@ -63,21 +63,26 @@ def real_change(text: str) -> tuple[str, str, str]:
     raise SystemExit("no uniquely placed line to change")
 
 
+def _one_line_case(lines: int, source: Path | None) -> tuple[str, str, str, str]:
+    """(old text, search, replace, the changed line): `source`'s text, or `lines` generated lines."""
+    if source is not None:
+        old = source.read_text(encoding="utf-8")
+        return (old, *real_change(old))
+    old = make_text(lines)
+    at = lines // 4  # the "return" line of function_{at/2}
+    old_line = f"    return x * {at // 2}  # line {at // 2}"
+    new_line = f"    return x * {at // 2} + 1  # line {at // 2}"
+    search = f"def function_{at // 2}(x):\n{old_line}\n"
+    return old, search, f"def function_{at // 2}(x):\n{new_line}\n", new_line
+
+
 async def one_line_change(lines: int, runs: int, base: Path, source: Path | None = None) -> dict:
     """`source`: a real file (its text, any size) instead of generated lines."""
     work = base / f"edit{lines}"
     name = source.name if source is not None else "big.py"
+    old, search, replace, new_line = _one_line_case(lines, source)
     if source is not None:
-        old = source.read_text(encoding="utf-8")
-        search, replace, new_line = real_change(old)
         lines = old.count("\n")
-    else:
-        old = make_text(lines)
-        at = lines // 4  # the "return" line of function_{at/2}
-        old_line = f"    return x * {at // 2}  # line {at // 2}"
-        new_line = f"    return x * {at // 2} + 1  # line {at // 2}"
-        search = f"def function_{at // 2}(x):\n{old_line}\n"
-        replace = f"def function_{at // 2}(x):\n{new_line}\n"
     new = old.replace(search, replace, 1)
     assert new != old
     build_repo(work, [Commit("init", {name: old})])

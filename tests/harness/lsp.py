@@ -137,7 +137,7 @@ class Editor:
         )
 
     # -- applying edits as an editor would ------------------------------------------------------------
-    def _apply(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    def _apply(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:  # noqa: C901, PLR0912  2026-11-27: the fake editor's applyEdit: every client behaviour a test can ask for
         self.recorded.apply_edits.append(params)
         if self.before_apply:
             self.before_apply(params)
@@ -304,7 +304,7 @@ def _folder(path: Path) -> types.WorkspaceFolder:
     return types.WorkspaceFolder(uri=path.resolve().as_uri(), name=path.name)
 
 
-async def _launch(
+async def _launch(  # noqa: PLR0913  2026-11-27: open_editor's options passed through
     client: LanguageClient,
     profile: str,
     workspace: Path,
@@ -342,7 +342,7 @@ async def _stop(client: LanguageClient) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_editor(
+async def open_editor(  # noqa: PLR0913  2026-11-27: keyword-only options of the test editor
     profile: str,
     workspace: Path,
     home: Path,

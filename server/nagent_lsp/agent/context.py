@@ -48,7 +48,7 @@ class Selection:
     end_character: int
 
 
-def build_initial_context(
+def build_initial_context(  # noqa: PLR0913  2026-11-27: one keyword-only option per block of the initial context
     rules: str,
     root_context: str,
     facts: InstanceFacts,

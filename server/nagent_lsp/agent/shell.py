@@ -101,7 +101,7 @@ class ShellResult:
         return "\n".join(lines)
 
 
-async def run_shell(
+async def run_shell(  # noqa: C901, PLR0912, PLR0913, PLR0915  2026-11-27: one process's life: start, stream, cancel, kill the group, redact; keyword-only options
     cmd: str,
     cwd: Path,
     timeout: float,

@@ -141,7 +141,7 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
 
 
-def plan_patch(
+def plan_patch(  # noqa: C901, PLR0912, PLR0915  2026-11-27: each index check raises its own named PatchError, in order
     split: TrustedSplit | Path,
     current_text: str,
     *,

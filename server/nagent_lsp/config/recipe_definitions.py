@@ -201,7 +201,7 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _step(raw: object, index: int, path: Path, known: set[str], profiles: set[str]) -> Step:
+def _step(raw: object, index: int, path: Path, known: set[str], profiles: set[str]) -> Step:  # noqa: C901, PLR0912, PLR0915  2026-11-27: one field-named problem per step field, in the file's order
     if not isinstance(raw, dict):
         raise ConfigFileError(path, f"step {index + 1} must be a mapping", f"steps.{index}")
     name = raw.get("step")

@@ -94,7 +94,7 @@ def read_definitions(state_root: Path) -> Definitions:
     return Definitions(root, tuple(files), _digest(files) if files else None, problems[0] if problems else None)
 
 
-def _collect(root: Path, path: Path, files: list[DefinitionFile], problems: list[str], depth: int) -> None:
+def _collect(root: Path, path: Path, files: list[DefinitionFile], problems: list[str], depth: int) -> None:  # noqa: C901, PLR0912  2026-11-27: each kind of directory entry (link, file, folder, other) bounded in place
     if len(files) > MAX_DEFINITION_FILES:
         return
     relative = path.relative_to(root).as_posix()

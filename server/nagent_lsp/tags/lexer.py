@@ -88,7 +88,7 @@ def escape_attr(value: str) -> str:
     )
 
 
-def parse_open_tag(text: str, pos: int) -> tuple[str, list[tuple[str, str]], bool, int]:
+def parse_open_tag(text: str, pos: int) -> tuple[str, list[tuple[str, str]], bool, int]:  # noqa: C901, PLR0912  2026-11-27: a hand-written scanner: one branch per character class
     """Parse ``<name attr="v"...>`` or ``.../>`` at ``pos``.
 
     Returns (name, attrs, self_closing, offset past the tag). Raises TagSyntaxError.

@@ -130,7 +130,7 @@ def plan_segments(
     return segments
 
 
-def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:
+def _sized_cuts(cutter: _Cutter, target: int) -> list[int]:  # noqa: C901  2026-11-27: the hot loop of splitting (benchmarks/split.py); helpers cost calls per candidate
     data = cutter.data
     size = len(data)
     rules = cutter.rules

@@ -53,13 +53,14 @@ def test_a_repository_config_only_narrows_what_the_user_allows() -> None:
 async def test_summaries_go_to_summary_model_and_edits_to_model(workspace, editors, fake_model) -> None:
     build_repo(workspace, [Commit("init", {"app.py": "x = 1\n"})])
     target = workspace / "app.py"
-    repository_settings(workspace, {"models": PROFILES, "model": "strong", "summaryModel": "cheap"})
+    # The user's own profiles and choice (editor settings): a repository may only pick among the user's profiles.
+    chosen = {"models": PROFILES, "model": "strong", "summaryModel": "cheap"}
     fake_model.script(
         text("Sets x."),
         text(f'<nagent-write path="{target}">\nx = 2\n</nagent-write>'),
         text("<nagent-response>done</nagent-response>"),
     )
-    async with editors.open("vscode", workspace, model=True) as editor:
+    async with editors.open("vscode", workspace, model=True, init_options=chosen) as editor:
         uri = editor.open(target)
         status = await editor.command("nagent.status")
         summary = await editor.command("nagent.summarize", {"uri": uri})

@@ -48,9 +48,12 @@ def commit(repo: Path, *messages: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_hook_is_committed_executable():
     """A clone gets the exec bit only from the index: without 100755 git would skip the hook with a warning."""
-    mode = subprocess.run(
-        ["git", "ls-files", "-s", "--", ".githooks/commit-msg"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split(" ")[0]
+    listed = subprocess.run(
+        ["git", "ls-files", "-s", "--", ".githooks/commit-msg"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout (an exported tree): no index to read the mode from")
+    mode = listed.stdout.split(" ")[0]
     assert mode == "100755" and os.access(HOOK, os.X_OK), mode
 
 

@@ -247,24 +247,36 @@ async def test_api_key_never_reaches_the_conversation_or_the_model(workspace, ed
 
 
 def test_a_delivery_on_the_wire_is_camel_case_without_its_outcome() -> None:
+    from nagent_lsp.config.convert import to_wire
     from nagent_lsp.core.ports import ApplyOutcome
     from nagent_lsp.operations.apply import FileResult
     from nagent_lsp.operations.deliver import Delivery
+    from nagent_lsp.operations.review import ProposalView
+    from nagent_lsp.store.proposals import ConversationRecord
 
     files = [FileResult("file:///a.py", 2, False)]
-    applied = Delivery(True, 2, files, patchPath="/p.patch", outcome=ApplyOutcome(True))
-    assert applied.as_result() == {
+    applied = Delivery(True, 2, files, patchPath="/p.patch", outcome=ApplyOutcome(True, final_text="secret text"))
+    assert to_wire(applied) == {
         "applied": True,
         "edits": 2,
         "files": [{"uri": "file:///a.py", "edits": 2, "created": False}],
         "patchPath": "/p.patch",
     }
-    proposed = Delivery(False, reason="awaiting review", proposal={"id": "p1"}, reviewRequired=["a.sh is executable"])
-    assert proposed.as_result() == {
-        "applied": False,
-        "edits": 0,
-        "files": [],
-        "reason": "awaiting review",
-        "proposal": {"id": "p1"},
-        "reviewRequired": ["a.sh is executable"],
-    }
+    view = ProposalView("p1", "2025-01-01T00:00:00Z", "", ConversationRecord("/c.md", "f1"), [])
+    proposed = Delivery(False, reason="awaiting review", proposal=view, reviewRequired=["a.sh is executable"])
+    assert to_wire([proposed]) == [
+        {
+            "applied": False,
+            "edits": 0,
+            "files": [],
+            "reason": "awaiting review",
+            "proposal": {
+                "id": "p1",
+                "createdAt": "2025-01-01T00:00:00Z",
+                "request": "",
+                "conversation": {"path": "/c.md", "fileId": "f1"},
+                "files": [],
+            },
+            "reviewRequired": ["a.sh is executable"],
+        }
+    ]

@@ -127,18 +127,18 @@ def test_changes_by_another_process_are_seen(workspace: Path, reads: list[str]) 
     index = proposals.ProposalIndex(root)
     first = proposal(1, target)
     proposals.create(root, first, "")  # written by another process: not through this index
-    assert [p["id"] for p in index.pending()] == [first["id"]]
+    assert [p.id for p in index.pending()] == [first["id"]]
     reads.clear()
-    assert [p["id"] for p in index.pending()] == [first["id"]] and reads == []
+    assert [p.id for p in index.pending()] == [first["id"]] and reads == []
     second = proposal(2, target)
     proposals.create(root, second, "")
-    assert [p["id"] for p in index.pending()] == [first["id"], second["id"]]
+    assert [p.id for p in index.pending()] == [first["id"], second["id"]]
     resolved = {**first, "status": "discarded"}
     proposals.save(root, resolved)  # the CLI resolved it
     assert not (proposals.folder(root, first["id"]) / proposals.PENDING_MARK).exists()
-    assert [p["id"] for p in index.pending()] == [second["id"]]
+    assert [p.id for p in index.pending()] == [second["id"]]
     reads.clear()
     index.pending()
     assert reads == []
-    index.save({**second, "status": "applied"})  # through the index: known at once, nothing read
+    index.save(proposals.parse({**second, "status": "applied"}))  # through the index: known at once, nothing read
     assert index.pending() == [] and reads == []

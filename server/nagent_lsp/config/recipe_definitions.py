@@ -87,23 +87,6 @@ class Recipe:
     def needs_request(self) -> bool:
         return any("userRequest" in s.inputs for s in self.steps)
 
-    def listed(self, trusted: bool = True, shadowed: bool = False) -> dict[str, Any]:
-        """`trusted`: for a workspace recipe, whether the user trusts its repository's definitions."""
-        steps = [
-            {"step": s.name, "kind": "command" if s.is_command else "llm", "output": s.output, "type": s.kind}
-            for s in self.steps
-        ]
-        return {
-            "name": self.name,
-            "description": self.description,
-            "source": self.source,
-            "path": self.path,
-            "steps": steps,
-            "needsRequest": self.needs_request,
-            "trusted": trusted or self.source != "workspace",
-            "shadowed": shadowed,
-        }
-
 
 def variables_in(template: str) -> list[str]:
     return [m.group(1) for m in VARIABLE.finditer(template)]

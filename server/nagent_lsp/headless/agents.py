@@ -39,17 +39,17 @@ def run_recipes(args: argparse.Namespace) -> int:
         if args.json:
             print_json(result)
             return
-        if not result["recipes"]:
+        if not result.recipes:
             print("No recipes: add ~/.nagent/recipes/NAME.yaml or .nagent/recipes/NAME.yaml.")
-        for recipe in result["recipes"]:
-            steps = " → ".join(f"{s['step']} ({s['kind']})" for s in recipe["steps"])
-            request = "  [needs a request]" if recipe["needsRequest"] else ""
-            if recipe.get("shadowed"):
+        for recipe in result.recipes:
+            steps = " → ".join(f"{s.step} ({s.kind})" for s in recipe.steps)
+            request = "  [needs a request]" if recipe.needsRequest else ""
+            if recipe.shadowed:
                 request += "  [shadowed by your own: not used]"
-            elif not recipe.get("trusted", True) and any(s["kind"] == "command" for s in recipe["steps"]):
+            elif not recipe.trusted and any(s.kind == "command" for s in recipe.steps):
                 request += "  [untrusted: its commands run once you run `nagent-lsp trust`]"
-            print(f"{recipe['name']}  {recipe['source']}  {recipe['description']}{request}\n    {steps}")
-        _problems(result["problems"])
+            print(f"{recipe.name}  {recipe.source}  {recipe.description}{request}\n    {steps}")
+        _problems(result.problems)
 
     return run_guarded(run)
 
@@ -66,13 +66,13 @@ def run_recipe(args: argparse.Namespace) -> int:
         if args.json:
             print_json(result)
             return
-        if result["response"]:
-            print(result["response"])
-        if result.get("patchPath"):
-            print(Path(result["patchPath"]).read_text(encoding="utf-8"), end="")
-        if result.get("reason") and result["reason"] != "no change":
-            print(f"(recipe: {result['reason']})", file=sys.stderr)
-        print(f"conversation: {result['conversation']['path']}", file=sys.stderr)
+        if result.response:
+            print(result.response)
+        if result.patchPath:
+            print(Path(result.patchPath).read_text(encoding="utf-8"), end="")
+        if result.reason and result.reason != "no change":
+            print(f"(recipe: {result.reason})", file=sys.stderr)
+        print(f"conversation: {result.conversation.path}", file=sys.stderr)
 
     return run_guarded(run)
 

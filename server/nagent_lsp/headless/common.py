@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nagent_lsp.config.convert import to_wire
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.model import ModelError
@@ -51,6 +52,7 @@ def run_guarded(action: Callable[[], Any]) -> int:
     return 0
 
 
-def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+def print_json(value: object) -> None:
+    """A result as the server would send it (`to_wire`: the same JSON for `--json` as on the wire)."""
+    json.dump(to_wire(value), sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -26,25 +26,25 @@ def run_edit(args: argparse.Namespace) -> int:
         if args.json:
             print_json(result)
             return
-        if result["response"]:
-            print(result["response"])
-        if result.get("proposal"):
+        if result.response:
+            print(result.response)
+        if result.proposal is not None:
             from nagent_lsp.headless.review import ask_per_hunk
 
-            for why in result.get("reviewRequired", []):  # files a tool runs later: reviewed whatever --review says
+            for why in result.reviewRequired or []:  # files a tool runs later: reviewed whatever --review says
                 print(f"review required: {why}", file=sys.stderr)
-            resolved = await ask_per_hunk(session, port, result["proposal"])
+            resolved = await ask_per_hunk(session, port, result.proposal)
             if resolved is not None:
-                rejected = ", ".join(resolved["rejected"]) or "none"
-                print(f"applied: {resolved['applied']}, rejected: {rejected}", file=sys.stderr)
-                if resolved.get("patchPath"):
-                    print(Path(resolved["patchPath"]).read_text(encoding="utf-8"), end="")
-            print(f"conversation: {result['conversation']['path']}", file=sys.stderr)
+                rejected = ", ".join(resolved.rejected) or "none"
+                print(f"applied: {resolved.applied}, rejected: {rejected}", file=sys.stderr)
+                if resolved.patchPath:
+                    print(Path(resolved.patchPath).read_text(encoding="utf-8"), end="")
+            print(f"conversation: {result.conversation.path}", file=sys.stderr)
             return
-        if result.get("patchPath"):
-            print(Path(result["patchPath"]).read_text(encoding="utf-8"), end="")
-        elif result.get("reason"):
-            print(f"(not applied: {result['reason']})", file=sys.stderr)
-        print(f"conversation: {result['conversation']['path']}", file=sys.stderr)
+        if result.patchPath:
+            print(Path(result.patchPath).read_text(encoding="utf-8"), end="")
+        elif result.reason:
+            print(f"(not applied: {result.reason})", file=sys.stderr)
+        print(f"conversation: {result.conversation.path}", file=sys.stderr)
 
     return run_guarded(run)

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
@@ -16,6 +16,9 @@ from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArg
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.text.edits import split_lines, unified_diff
+
+if TYPE_CHECKING:
+    from nagent_lsp.operations.review import FileView, HunkView, ProposalView, ReviewApplied
 
 
 def run_review(args: argparse.Namespace) -> int:
@@ -45,31 +48,30 @@ def run_review(args: argparse.Namespace) -> int:
 CONTEXT = 3  # lines shown around a hunk, as `git diff` does
 
 
-def file_lines(file: dict[str, Any], limit: int | None = None) -> list[str]:
+def file_lines(file: FileView, limit: int | None = None) -> list[str]:
     """The file's current lines, read once for all its hunks through the bounded reader (none for a new file or
     one that cannot be read, or is larger than `limit`: maxFileBytes)."""
-    if file["created"]:
+    if file.created:
         return []
     try:
-        return split_lines(read_disk_text(Path(file["path"]), limit=limit))
+        return split_lines(read_disk_text(Path(file.path), limit=limit))
     except (OSError, UserError):
         return []
 
 
-def hunk_diff(file: dict[str, Any], hunk: dict[str, Any], lines: list[str], cwd: Path | None = None) -> str:
+def hunk_diff(file: FileView, hunk: HunkView, lines: list[str], cwd: Path | None = None) -> str:
     """A hunk as `git diff` would show it: the path relative to the working folder, the line numbers where the hunk
     sits in the file now (`lines`, from `file_lines`), and up to three lines of the file around it."""
-    path = Path(file["path"])
+    path = Path(file.path)
     shown = shown_path(path, cwd)
-    created = bool(file["created"])
+    created = file.created
     around, first = ("", ""), 0
-    rng = hunk.get("range")
-    if rng and not created:
-        start, end = rng["start"]["line"], rng["end"]["line"]
+    if not created:
+        start, end = hunk.range.start.line, hunk.range.end.line
         first = max(0, start - CONTEXT)
         around = ("".join(lines[first:start]), "".join(lines[end : end + CONTEXT]))
     before, after = around
-    old, new = before + hunk["oldText"] + after, before + hunk["newText"] + after
+    old, new = before + hunk.oldText + after, before + hunk.newText + after
     diff = unified_diff(old, new, shown, context=CONTEXT, created=created, first_line=first)
     return diff or "(no textual change)\n"
 
@@ -79,25 +81,25 @@ def shown_path(path: Path, cwd: Path | None = None) -> str:
     return os.path.relpath(path, base) if path.is_relative_to(base) else str(path)
 
 
-async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any]) -> dict[str, Any] | None:
+async def ask_per_hunk(session: Session, port: DiskPort, proposal: ProposalView) -> ReviewApplied | None:
     """y: accept, n: reject, a: accept this and every remaining hunk, q: reject this and every remaining one.
     Without a terminal nothing is asked: the proposal stays pending (None) and is printed for `review apply`."""
     from nagent_lsp.operations import review
 
-    for file in proposal["files"]:
+    for file in proposal.files:
         lines = file_lines(file, session.settings.maxFileBytes)
-        for hunk in file["hunks"]:
-            print(f"[{hunk['id']}] {shown_path(Path(file['path']))}{' (new file)' if file['created'] else ''}")
+        for hunk in file.hunks:
+            print(f"[{hunk.id}] {shown_path(Path(file.path))}{' (new file)' if file.created else ''}")
             print(hunk_diff(file, hunk, lines), end="")
     if not port.interactive:
         print(
-            f"proposal {proposal['id']} awaits review: nagent-lsp review apply {proposal['id']} [--accept h1,h2] "
-            f"or nagent-lsp review discard {proposal['id']}",
+            f"proposal {proposal.id} awaits review: nagent-lsp review apply {proposal.id} [--accept h1,h2] "
+            f"or nagent-lsp review discard {proposal.id}",
             file=sys.stderr,
         )
         return None
     accept: list[str] = []
-    every = [h["id"] for f in proposal["files"] for h in f["hunks"]]
+    every = [h.id for f in proposal.files for h in f.hunks]
     for i, hunk_id in enumerate(every):
         answer = ""
         while answer not in ("y", "n", "a", "q"):
@@ -112,4 +114,4 @@ async def ask_per_hunk(session: Session, port: DiskPort, proposal: dict[str, Any
             break
         elif answer == "q":
             break
-    return await review.review_apply(session, port, ReviewApplyArgs(proposal["id"], accept))
+    return await review.review_apply(session, port, ReviewApplyArgs(proposal.id, accept))

@@ -9,11 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
+
+import attrs
 
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.operations.args import TrustArgs, TrustStatusArgs
+
+if TYPE_CHECKING:
+    from nagent_lsp.operations.trust import TrustState
 
 QUESTION = "Trust these definitions? [y/N] "
 
@@ -33,30 +38,30 @@ def run(args: argparse.Namespace) -> int:
             result = trust.revoke_trust(session, TrustStatusArgs(uri=uri))
         else:
             shown = trust.trust_status(session, TrustStatusArgs(uri=uri))
-            if shown["hash"] is None or (shown["trusted"] and not shown["changedSinceTrusted"]):
+            if shown.hash is None or (shown.trusted and not shown.changedSinceTrusted):
                 result = shown  # nothing to trust, or trusted already: nothing to ask
             else:
                 _show(shown, sys.stderr if args.json else sys.stdout)
                 if not args.yes and not _confirmed():
-                    result = {**shown, "message": f"not trusted: nothing recorded for {shown['stateRoot']}"}
+                    result = attrs.evolve(shown, message=f"not trusted: nothing recorded for {shown.stateRoot}")
                 else:
-                    result = trust.trust_definitions(session, TrustArgs(uri=uri, hash=shown["hash"]))
-                failed.append(not result["trusted"])
+                    result = trust.trust_definitions(session, TrustArgs(uri=uri, hash=shown.hash))
+                failed.append(not result.trusted)
         if args.json:
             print_json(result)
         else:
-            print(result["message"])
+            print(result.message)
 
     code = run_guarded(act)
     return 1 if code == 0 and any(failed) else code
 
 
-def _show(state: dict[str, Any], out: Any) -> None:
-    print(f"nagent definitions in {state['stateRoot']}:", file=out)
-    for path in state["files"]:
+def _show(state: TrustState, out: TextIO) -> None:
+    print(f"nagent definitions in {state.stateRoot}:", file=out)
+    for path in state.files:
         print(f"  {path}", file=out)
-    print(f"sha256 {state['hash']}", file=out)
-    if state["changedSinceTrusted"]:
+    print(f"sha256 {state.hash}", file=out)
+    if state.changedSinceTrusted:
         print("(they changed since you trusted them)", file=out)
     out.flush()
 

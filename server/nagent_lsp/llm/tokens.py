@@ -10,11 +10,24 @@ calls and the summary profile's for memory.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+import attrs
 
 from nagent_lsp.core.model import Message, Usage, estimate_tokens
 
 Price = tuple[float, float]  # (input, output) per million tokens
+
+
+@attrs.frozen
+class TokenCounts:
+    """A run's `tokens` as a command's result names them; `cost` is left out when a needed price is unknown."""
+
+    input: int
+    output: int
+    turns: int
+    cacheRead: int
+    memory: int
+    cost: float | None = None
 
 
 @dataclass
@@ -96,16 +109,6 @@ class Tokens:
             total += self.memory_input * self.memory_price[0] + self.memory_output * self.memory_price[1]
         return round(total / 1_000_000, 6)
 
-    def as_result(self) -> dict[str, Any]:
+    def counts(self) -> TokenCounts:
         """The contract's `tokens` (DESIGN §4.1): {input, output, turns, cacheRead, memory, cost?}."""
-        result: dict[str, Any] = {
-            "input": self.input,
-            "output": self.output,
-            "turns": self.turns,
-            "cacheRead": self.cache_read,
-            "memory": self.memory,
-        }
-        cost = self.cost()
-        if cost is not None:
-            result["cost"] = cost
-        return result
+        return TokenCounts(self.input, self.output, self.turns, self.cache_read, self.memory, self.cost())

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Self
 
 import attrs
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from nagent_lsp.agent.conversation_file import ConversationFile
-from nagent_lsp.config.convert import converter
+from nagent_lsp.config.convert import to_wire, wire_converter
 from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, Progress
+from nagent_lsp.llm.tokens import TokenCounts
 from nagent_lsp.operations.apply import FileResult, apply_change_set
-from nagent_lsp.operations.review import propose
+from nagent_lsp.operations.review import ProposalView, propose
 from nagent_lsp.operations.session import Session
+from nagent_lsp.store.conversations import ConversationRef
+from nagent_lsp.store.proposals import AnyText, ConversationRecord
 from nagent_lsp.tags.transcript import render_block
 
 AWAITING = "awaiting review"
@@ -39,7 +41,7 @@ class Delivery:
     files: list[FileResult] = attrs.Factory(list)
     reason: str | None = None
     patchPath: str | None = None
-    proposal: dict[str, Any] | None = None
+    proposal: ProposalView | None = None
     reviewRequired: list[str] | None = None
     outcome: ApplyOutcome | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -49,14 +51,51 @@ class Delivery:
             return None
         return next((f.final_text for f in self.outcome.files if f.path == path), None)
 
-    def as_result(self) -> dict[str, Any]:
-        wire: dict[str, Any] = converter.unstructure(self, Delivery)
-        return {k: v for k, v in wire.items() if v is not None}
+
+def _delivery_on_the_wire(delivery: Delivery) -> dict[str, object]:
+    """A `Delivery` as `to_wire` sends it: its fields but `outcome` (every file's whole text), None ones left out."""
+    names = [f.name for f in attrs.fields(Delivery) if f.name != "outcome"]
+    return {name: to_wire(value) for name in names if (value := getattr(delivery, name)) is not None}
 
 
-converter.register_unstructure_hook(
-    Delivery, make_dict_unstructure_fn(Delivery, converter, outcome=override(omit=True))
-)
+wire_converter.register_unstructure_hook(Delivery, _delivery_on_the_wire)
+
+
+def conversation_record(ref: ConversationRef) -> ConversationRecord:
+    """The run's conversation as a result (and a proposal) names it: `{path, fileId}`."""
+    return ConversationRecord(str(ref.conversation_path), AnyText(ref.file_id))
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """What a run that may change files answers (`nagent.edit`, `nagent.recipe.run`, `nagent.instruction.apply`):
+    the model's `response`, the run's `conversation` and `tokens`, and what became of its change set (`delivered`,
+    the `Delivery`'s fields). `files` is absent when the run ended before it had a change set (cancelled)."""
+
+    applied: bool = False
+    response: str = ""
+    edits: int = 0
+    files: list[FileResult] | None = None
+    conversation: ConversationRecord
+    tokens: TokenCounts
+    patchPath: str | None = None
+    reason: str | None = None
+    proposal: ProposalView | None = None
+    reviewRequired: list[str] | None = None
+
+    def delivered(self, delivery: Delivery) -> Self:
+        """This result with the delivery's outcome; a reason the run already gave (maxSteps) stays unless the
+        delivery has its own."""
+        return attrs.evolve(
+            self,
+            applied=delivery.applied,
+            edits=delivery.edits,
+            files=list(delivery.files),
+            reason=delivery.reason if delivery.reason is not None else self.reason,
+            patchPath=delivery.patchPath,
+            proposal=delivery.proposal,
+            reviewRequired=delivery.reviewRequired,
+        )
 
 
 def must_review(session: Session, changes: Sequence[FileChange]) -> list[str]:
@@ -76,7 +115,7 @@ async def deliver_or_propose(
     target: Path,
     request: str,
     convo: ConversationFile,
-    conversation: dict[str, str],
+    conversation: ConversationRecord,
     progress: Progress,
     preview: bool,
 ) -> Delivery:
@@ -90,7 +129,7 @@ async def deliver_or_propose(
         proposal = propose(
             session, port, state_root, changes, request=request, conversation=conversation, target=target
         )
-        attrs_ = {"applied": "false", "reason": AWAITING, "proposal": proposal["id"]}
+        attrs_ = {"applied": "false", "reason": AWAITING, "proposal": proposal.id}
         convo.append(render_block("nagent-edit-result", None, attrs_))
         port.end_progress(progress, AWAITING)
         return Delivery(False, reason=AWAITING, proposal=proposal, reviewRequired=must or None)

@@ -7,7 +7,8 @@ import logging
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, build_initial_context
 from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
@@ -35,6 +36,7 @@ from nagent_lsp.operations.agents import applies_nothing, find_agent, policy_of,
 from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.buffers import confined_file, read_rules, read_source, read_source_async
 from nagent_lsp.operations.conversation import store_for
+from nagent_lsp.operations.deliver import RunResult, conversation_record
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.store.files import file_kind
@@ -44,6 +46,23 @@ from nagent_lsp.tags.transcript import INTERRUPTED, system_block, user_prompt_bl
 log = logging.getLogger("nagent_lsp")
 
 CONTEXT_TIMEOUT = 10.0  # a history or summary block that takes longer is left out, never blocks the edit
+
+
+@attrs.frozen
+class OutsideLines:
+    """The 0-based lines of one file (of the text the run started from) a run given a `range` changed outside it."""
+
+    uri: str
+    lines: list[int]
+
+
+@attrs.frozen(kw_only=True)
+class EditResult(RunResult):
+    """`nagent.edit` (and `nagent.instruction.apply`): a run's result; `outsideSelection`/`outsideLines` when it was
+    given a `range` and its change set reaches beyond those lines."""
+
+    outsideSelection: bool | None = None
+    outsideLines: list[OutsideLines] | None = None
 
 
 def target_path(session: Session, uri: str) -> Path:
@@ -101,7 +120,7 @@ async def edit(
     port: EditorPort,
     args: EditArgs,
     finish: Callable[[str], str] | None = None,
-) -> dict[str, Any]:
+) -> EditResult:
     """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
@@ -137,7 +156,7 @@ async def _run(
     progress: Progress,
     agent: Agent,
     settings: Settings,
-) -> dict[str, Any]:
+) -> EditResult:
     policy = policy_of(agent)
     rules = read_rules(session, path)
     base = await read_source_async(port, path, rules)
@@ -196,13 +215,7 @@ async def _run(
     memory = Memory(
         settings.conversation.tokenBudget, lambda: optional_summary_model(session.settings, session.environ)
     )
-    result: dict[str, Any] = {
-        "applied": False,
-        "response": "",
-        "edits": 0,
-        "conversation": {"path": str(ref.conversation_path), "fileId": ref.file_id},
-        "tokens": run.tokens.as_result(),
-    }
+    result = EditResult(conversation=conversation_record(ref), tokens=run.tokens.counts())
     try:
         outcome = await run_loop(run, convo, memory)
     except (ModelCancelled, asyncio.CancelledError) as exc:
@@ -210,14 +223,13 @@ async def _run(
         port.end_progress(progress, "cancelled")
         if isinstance(exc, asyncio.CancelledError) and not isinstance(exc, ModelCancelled):
             raise
-        return {**result, "tokens": run.tokens.as_result(), "reason": "cancelled"}
+        return attrs.evolve(result, tokens=run.tokens.counts(), reason="cancelled")
     except RunFailed as exc:
         port.end_progress(progress, "failed")
         raise UserError(str(exc)) from None
     finally:
         await memory.aclose()
-    result["response"] = "\n\n".join(outcome.responses)
-    result["tokens"] = run.tokens.as_result()
+    result = attrs.evolve(result, response="\n\n".join(outcome.responses), tokens=run.tokens.counts())
     pending = run.splits.pending()
     if pending:
         names = ", ".join(p.name for p in pending[:10]) + (" …" if len(pending) > 10 else "")
@@ -228,7 +240,7 @@ async def _run(
             )
         )
     if outcome.stopped_by_limit:
-        result["reason"] = f"stopped after maxSteps={settings.maxSteps} turns"
+        result = attrs.evolve(result, reason=f"stopped after maxSteps={settings.maxSteps} turns")
     if finish is not None:
         run.staged = finish(run.staged)
     return await _deliver(session, port, args, run, convo, result, path, state_root, base_text, base_version, progress)
@@ -240,33 +252,32 @@ async def _deliver(
     args: EditArgs,
     run: EditSession,
     convo: ConversationFile,
-    result: dict[str, Any],
+    result: EditResult,
     path: Path,
     state_root: Path,
     base_text: str,
     base_version: int | None,
     progress: Progress,
-) -> dict[str, Any]:
+) -> EditResult:
     """DESIGN §9: the run's change set (the target and every other file it wrote or created) is applied as one
     change, or kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
     from nagent_lsp.operations.deliver import deliver_or_propose
 
     changes = _change_set(run, args.uri, path, base_text, base_version)
     if not changes:
-        result["files"] = []
-        result.setdefault("reason", "no change")
+        result = attrs.evolve(result, files=[], reason=result.reason if result.reason is not None else "no change")
         port.end_progress(progress, "no change")
         return result
     if args.range:
         outside = outside_selection(args.range, changes, path)
         if outside:
-            result.update(outsideSelection=True, outsideLines=outside)
+            result = attrs.evolve(result, outsideSelection=True, outsideLines=outside)
     preview = args.preview if args.preview is not None else session.settings.confirmEdits
     delivery = await deliver_or_propose(
         session, port, state_root, changes, target=path, request=args.request, convo=convo,
-        conversation=result["conversation"], progress=progress, preview=preview,
+        conversation=result.conversation, progress=progress, preview=preview,
     )  # fmt: skip
-    result.update(delivery.as_result())
+    result = result.delivered(delivery)
     final = delivery.final_text(path)
     if final is not None:
         await _refresh_splits(run.splits, path, final)
@@ -296,7 +307,7 @@ def _change_set(run: EditSession, uri: str, path: Path, base_text: str, base_ver
     return changes
 
 
-def outside_selection(rng: dict, changes: list[FileChange], target: Path) -> list[dict[str, Any]]:
+def outside_selection(rng: dict, changes: list[FileChange], target: Path) -> list[OutsideLines]:
     """`outsideLines` of a run given a `range`: per file, the 0-based lines (of the text the run started from) that
     changed outside the selected lines — every changed line of another file. An insertion counts as its line."""
     from nagent_lsp.text.merge import line_hunks
@@ -312,7 +323,7 @@ def outside_selection(rng: dict, changes: list[FileChange], target: Path) -> lis
                 if change.path != target or not first <= line <= last:
                     lines.append(line)
         if lines:
-            found.append({"uri": change.uri, "lines": sorted(set(lines))})
+            found.append(OutsideLines(change.uri, sorted(set(lines))))
     return found
 
 

@@ -9,11 +9,12 @@ same change, so any editor that can run a code action's command can use nagent w
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.operations.args import EditArgs, InstructionArgs, RecipeArgs
+from nagent_lsp.operations.deliver import RunResult
 from nagent_lsp.operations.edit import edit, read_text, target_path
 from nagent_lsp.operations.session import Session
 
@@ -57,7 +58,8 @@ def without_line(text: str, line_text: str) -> str:
     return text
 
 
-async def apply_instruction(session: Session, port: EditorPort, args: InstructionArgs) -> dict[str, Any]:
+async def apply_instruction(session: Session, port: EditorPort, args: InstructionArgs) -> RunResult:
+    """As `nagent.edit` (an `EditResult`); a `nagent[RECIPE]:` comment runs the recipe (a `RecipeResult`)."""
     path = target_path(session, args.uri)
     text, _ = read_text(port, path)
     lines = text.splitlines()

@@ -16,7 +16,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.permissions import ShellPermission
@@ -31,9 +32,11 @@ from nagent_lsp.operations.agents import report_once, report_shadowed, workspace
 from nagent_lsp.operations.args import ListArgs, RecipeArgs
 from nagent_lsp.operations.buffers import read_rules, read_source_async
 from nagent_lsp.operations.conversation import store_for
+from nagent_lsp.operations.deliver import RunResult, conversation_record
 from nagent_lsp.operations.edit import CONTEXT_TIMEOUT, selection_of, target_path
 from nagent_lsp.operations.session import Session
 from nagent_lsp.operations.trust import repository_trusted, runnable_recipe
+from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.tags.transcript import INTERRUPTED
 
 log = logging.getLogger("nagent_lsp")
@@ -46,15 +49,60 @@ def recipes_of(session: Session, state_root: Path | None) -> Loaded[Recipe]:
     return loaded
 
 
-def list_recipes(session: Session, args: ListArgs) -> dict[str, Any]:
+@attrs.frozen
+class ListedStep:
+    step: str
+    kind: str  # "command" or "llm"
+    output: str
+    type: str  # the output's kind: string, number, json
+
+
+@attrs.frozen
+class ListedRecipe:
+    """A recipe as `nagent.recipes.list` shows it; `trusted`: false for a repository's recipe whose definitions the
+    user does not trust (its command steps do not run); `shadowed`: a repository's recipe the user's own hides."""
+
+    name: str
+    description: str
+    source: str
+    path: str
+    steps: list[ListedStep]
+    needsRequest: bool
+    trusted: bool
+    shadowed: bool
+
+    @classmethod
+    def of(cls, recipe: Recipe, trusted: bool, shadowed: bool = False) -> ListedRecipe:
+        steps = [ListedStep(s.name, "command" if s.is_command else "llm", s.output, s.kind) for s in recipe.steps]
+        trusted = trusted or recipe.source != "workspace"  # the user's own and the built-in ones are the user's
+        needs = recipe.needs_request
+        return cls(recipe.name, recipe.description, recipe.source, recipe.path, steps, needs, trusted, shadowed)
+
+
+@attrs.frozen
+class RecipeList:
+    """`nagent.recipes.list`: every recipe, and one message per recipe file that did not load or is shadowed."""
+
+    recipes: list[ListedRecipe]
+    problems: list[str]
+
+
+@attrs.frozen(kw_only=True)
+class RecipeResult(RunResult):
+    """`nagent.recipe.run`: a run's result, with every step's variable (`outputs`, later values winning)."""
+
+    outputs: dict[str, object]
+
+
+def list_recipes(session: Session, args: ListArgs) -> RecipeList:
     state_root = workspace_state_root(session, args.uri)
     loaded = recipes_of(session, state_root)
     workspace = [r for r in loaded.items.values() if r.source == "workspace"]
     workspace += [s.item for s in loaded.shadowed if s.item is not None]
     trusted = bool(workspace) and repository_trusted(session, state_root)
-    listed = [r.listed(trusted=trusted) for r in loaded.items.values()]
-    listed += [s.item.listed(trusted=trusted, shadowed=True) for s in loaded.shadowed if s.item is not None]
-    return {"recipes": listed, "problems": loaded.notices()}
+    listed = [ListedRecipe.of(r, trusted) for r in loaded.items.values()]
+    listed += [ListedRecipe.of(s.item, trusted, shadowed=True) for s in loaded.shadowed if s.item is not None]
+    return RecipeList(listed, loaded.notices())
 
 
 def find_recipe(session: Session, state_root: Path | None, name: str) -> Recipe:
@@ -71,7 +119,7 @@ def find_recipe(session: Session, state_root: Path | None, name: str) -> Recipe:
 
 async def run_recipe_command(
     session: Session, port: EditorPort, args: RecipeArgs, finish: Callable[[str], str] | None = None
-) -> dict[str, Any]:
+) -> RecipeResult:
     """`finish` post-processes a delivered `fileText` (the comment path removes its `nagent[RECIPE]:` line)."""
     selection_of("", args.range)  # a malformed range is refused before anything starts
     path = target_path(session, args.uri)
@@ -99,11 +147,11 @@ async def _run(
     recipe: Recipe,
     path: Path,
     state_root: Path,
-    ref: Any,
+    ref: ConversationRef,
     request: str,
     progress: Progress,
     finish: Callable[[str], str] | None,
-) -> dict[str, Any]:
+) -> RecipeResult:
     settings = session.settings
     rules = read_rules(session, path)
     base = await read_source_async(port, path, rules)
@@ -131,24 +179,20 @@ async def _run(
             raise
         outcome = RecipeOutcome(cancelled=True, reason="cancelled")
     convo.append(record_block(recipe, outcome, request or None))
-    result: dict[str, Any] = {
-        "outputs": outcome.outputs,
-        "response": _response(outcome),
-        "applied": False,
-        "edits": 0,
-        "conversation": {"path": str(ref.conversation_path), "fileId": ref.file_id},
-        "tokens": run.tokens.as_result(),
-    }
+    result = RecipeResult(
+        outputs=outcome.outputs,
+        response=_response(outcome),
+        conversation=conversation_record(ref),
+        tokens=run.tokens.counts(),
+    )
     if outcome.reason:
-        result["reason"] = outcome.reason
         port.end_progress(progress, outcome.reason)
-        return result
+        return attrs.evolve(result, reason=outcome.reason)
     new_text = outcome.outputs.get("fileText")
     if isinstance(new_text, str) and finish is not None:
         new_text = finish(new_text)
     if not isinstance(new_text, str) or new_text == base.text:
-        result["reason"] = "no change"
-        return result
+        return attrs.evolve(result, reason="no change")
     return await _deliver(session, port, args, recipe, path, state_root, base, new_text, convo, result, progress)
 
 
@@ -162,9 +206,9 @@ async def _deliver(
     base: Buffer,
     new_text: str,
     convo: ConversationFile,
-    result: dict[str, Any],
+    result: RecipeResult,
     progress: Progress,
-) -> dict[str, Any]:
+) -> RecipeResult:
     """The new `fileText` goes the way of `nagent.edit`'s change (operations.deliver): applied as one change, or
     kept as a proposal awaiting review (`confirmEdits`, `preview`)."""
     from nagent_lsp.operations.deliver import deliver_or_propose
@@ -174,10 +218,9 @@ async def _deliver(
     preview = args.preview if args.preview is not None else session.settings.confirmEdits
     delivery = await deliver_or_propose(
         session, port, state_root, changes, target=path, request=request, convo=convo,
-        conversation=result["conversation"], progress=progress, preview=preview,
+        conversation=result.conversation, progress=progress, preview=preview,
     )  # fmt: skip
-    result.update(delivery.as_result())
-    return result
+    return result.delivered(delivery)
 
 
 def _response(outcome: RecipeOutcome) -> str:
@@ -188,11 +231,11 @@ def _response(outcome: RecipeOutcome) -> str:
 
 async def _reserved(
     session: Session, recipe: Recipe, path: Path, text: str, args: RecipeArgs, request: str
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """The reserved inputs the recipe's steps list (history and co-edits cost git: computed only when used)."""
     used = {name for step in recipe.steps for name in step.inputs}
     selection = selection_of(text, args.range)
-    values: dict[str, Any] = {
+    values = {
         "userRequest": request,
         "file": str(path),
         "fileText": text,
@@ -207,7 +250,7 @@ async def _reserved(
     return values
 
 
-async def _bounded(function: Any, session: Session, path: Path) -> str:
+async def _bounded(function: Callable[[Session, Path], str], session: Session, path: Path) -> str:
     try:
         return str(await asyncio.wait_for(asyncio.to_thread(function, session, path), CONTEXT_TIMEOUT))
     except Exception as exc:  # context is a help: a recipe on a file outside git still runs

@@ -30,7 +30,6 @@ event loop where the command is asynchronous.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import stat
@@ -38,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Final, Literal
 
 import attrs
 
@@ -47,20 +46,113 @@ from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, deni
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.ports import EditorPort, FileChange, FileOutcome, RecordWrite, ReviewMark
-from nagent_lsp.operations.apply import apply_change_set, change_patch, shown_path
+from nagent_lsp.operations.apply import FileResult, apply_change_set, change_patch, shown_path
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
 from nagent_lsp.operations.buffers import workspace_of
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store import proposals
 from nagent_lsp.store.conversations import ConversationError, ConversationStore
+from nagent_lsp.store.proposals import AnyText, ConversationRecord, FileRecord, HunkRecord, HunkStatus, ProposalRecord
 from nagent_lsp.tags.transcript import render_block
 from nagent_lsp.text.edits import split_lines
 from nagent_lsp.text.merge import HunkConflict, LineHunk, Placed, line_hunks, merge_hunks, place_hunks
 
 log = logging.getLogger("nagent_lsp")
 
-PENDING, ACCEPTED, REJECTED, CONFLICT = "pending", "accepted", "rejected", "conflict"
+PENDING: Final = "pending"
+ACCEPTED: Final = "accepted"
+REJECTED: Final = "rejected"
+CONFLICT: Final = "conflict"
 _locks: dict[str, asyncio.Lock] = {}
+
+
+# -- the commands' results (the README's contract; camelCase as on the wire) -----------------------------
+@attrs.frozen
+class Position:
+    line: int
+    character: int
+
+
+@attrs.frozen
+class Range:
+    start: Position
+    end: Position
+
+
+@attrs.frozen
+class HunkView:
+    """A pending hunk placed in its document's current text: `range` is whole lines (where its lines were, when
+    `applies` is false: they changed since)."""
+
+    id: str
+    range: Range
+    oldText: str
+    newText: str
+    applies: bool
+
+
+@attrs.frozen
+class FileView:
+    uri: str
+    path: str
+    created: bool
+    hunks: list[HunkView]
+
+
+@attrs.frozen
+class ProposalView:
+    """`nagent.review.show`: a pending proposal's pending hunks, file by file (also the `proposal` of a run's result
+    when its change set awaits review)."""
+
+    id: str
+    createdAt: str
+    request: str
+    conversation: ConversationRecord
+    files: list[FileView]
+
+
+@attrs.frozen
+class ListedFile:
+    uri: str
+    hunks: int  # the pending ones
+
+
+@attrs.frozen
+class ListedProposal:
+    id: str
+    createdAt: str
+    request: str
+    conversation: ConversationRecord
+    files: list[ListedFile]
+
+
+@attrs.frozen
+class ReviewList:
+    """`nagent.review.list`: the pending proposals of the workspace."""
+
+    proposals: list[ListedProposal]
+
+
+@attrs.frozen
+class ReviewApplied:
+    """`nagent.review.apply`: the accepted hunks applied as one change (`files`, its `patchPath`), or why not."""
+
+    applied: bool
+    edits: int
+    files: list[FileResult]
+    rejected: list[str]
+    conflicts: list[str]
+    pending: list[str]
+    patchPath: str | None = None
+    reason: str | None = None
+
+
+@attrs.frozen
+class ReviewDiscarded:
+    """`nagent.review.discard`: the hunks rejected now, and those still pending."""
+
+    rejected: list[str]
+    pending: list[str]
 
 
 # -- proposals ------------------------------------------------------------------------------------------
@@ -69,44 +161,28 @@ def _now() -> str:
 
 
 def build_proposal(
-    changes: Sequence[FileChange], *, request: str, conversation: dict[str, str], target: Path
-) -> dict[str, Any]:
+    changes: Sequence[FileChange], *, request: str, conversation: ConversationRecord, target: Path
+) -> ProposalRecord:
     """A proposal (as stored) of the change set: per file its base and proposed text and its hunks."""
     files, count = [], 0
     for change in changes:
         hunks = []
         for hunk in line_hunks(change.base_text, change.new_text) or [LineHunk(0, 0, "", "")]:
             count += 1
-            hunks.append(
-                {
-                    "id": f"h{count}",
-                    "start": hunk.start,
-                    "end": hunk.end,
-                    "oldText": hunk.old_text,
-                    "newText": hunk.new_text,
-                    "status": PENDING,
-                }
-            )
-        files.append(
-            {
-                "uri": change.uri,
-                "path": str(change.path),
-                "created": change.created,
-                "baseText": change.base_text,
-                "newText": change.new_text,
-                "hunks": hunks,
-            }
-        )
-    return {
-        "version": 1,
-        "id": proposals.new_id(),
-        "createdAt": _now(),
-        "status": PENDING,
-        "request": request,
-        "conversation": conversation,
-        "target": str(target),
-        "files": files,
-    }
+            old, new = AnyText(hunk.old_text), AnyText(hunk.new_text)
+            hunks.append(HunkRecord(f"h{count}", hunk.start, hunk.end, old, new, PENDING))
+        base, new_text = AnyText(change.base_text), AnyText(change.new_text)
+        files.append(FileRecord(change.uri, str(change.path), change.created, base, new_text, hunks))
+    return ProposalRecord(
+        version=1,
+        id=proposals.new_id(),
+        createdAt=_now(),
+        status=PENDING,
+        request=AnyText(request),
+        conversation=conversation,
+        target=str(target),
+        files=files,
+    )
 
 
 def propose(
@@ -116,14 +192,14 @@ def propose(
     changes: Sequence[FileChange],
     *,
     request: str,
-    conversation: dict[str, str],
+    conversation: ConversationRecord,
     target: Path,
-) -> dict[str, Any]:
-    """Store the change set as a proposal (nothing applied), show its hunks; returns `nagent.review.show`'s shape."""
+) -> ProposalView:
+    """Store the change set as a proposal (nothing applied), show its hunks; returns `nagent.review.show`'s view."""
     proposal = build_proposal(changes, request=request, conversation=conversation, target=target)
     patch = change_patch(state_root, ((c.path, c.base_text, c.new_text, c.created) for c in changes))
     session.proposal_index(state_root).create(proposal, patch)
-    publish(session, port, [f["uri"] for f in proposal["files"]])
+    publish(session, port, [f.uri for f in proposal.files])
     # The files were just read by the run, within maxFileBytes: their texts are taken here, on the loop.
     rules = proposal_rules(session, state_root)
     texts = {}
@@ -132,7 +208,7 @@ def propose(
             texts[str(change.path)] = _current(port, change.path, rules)[0]
         except Refused:
             texts[str(change.path)] = change.base_text
-    return shown(proposal, texts)
+    return review_view(proposal, texts)
 
 
 def state_roots(session: Session, also: Path | None = None) -> list[Path]:
@@ -152,9 +228,8 @@ def state_roots(session: Session, also: Path | None = None) -> list[Path]:
     return roots
 
 
-def pending_proposals(session: Session, also: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
-    """Every pending proposal of the workspace (`state_roots`), from each root's in-memory index. The proposals are
-    the index's own dicts: read them, never change them."""
+def pending_proposals(session: Session, also: Path | None = None) -> list[tuple[Path, ProposalRecord]]:
+    """Every pending proposal of the workspace (`state_roots`), from each root's in-memory index (frozen records)."""
     return [(root, p) for root in state_roots(session, also) for p in session.proposal_index(root).pending()]
 
 
@@ -167,8 +242,8 @@ def _ignored(rejected: proposals.Rejected) -> str:
     return f"proposal {rejected.id} is ignored and left untouched: {rejected.reason}"
 
 
-def _find(session: Session, proposal_id: str) -> tuple[Path, dict[str, Any], Confined]:
-    """The pending proposal (a copy the caller may change), its state root and its paths confined for use;
+def _find(session: Session, proposal_id: str) -> tuple[Path, ProposalRecord, Confined]:
+    """The pending proposal, its state root and its paths confined for use;
     InvalidArgument naming `id` when there is no such proposal, it was resolved, it is not this user's own (or
     malformed), or one of its paths may not be used now."""
     if not proposals.valid_id(proposal_id):
@@ -177,9 +252,8 @@ def _find(session: Session, proposal_id: str) -> tuple[Path, dict[str, Any], Con
     for root in roots:
         index = session.proposal_index(root)
         for proposal in index.pending():
-            if proposal["id"] == proposal_id:
-                mine = copy.deepcopy(proposal)
-                return root, mine, confine(session, root, mine)
+            if proposal.id == proposal_id:
+                return root, proposal, confine(session, root, proposal)
         rejected = index.rejected(proposal_id)
         if rejected is not None:
             raise InvalidArgument("id", _ignored(rejected))
@@ -274,18 +348,18 @@ def confine_conversation(root: Path, path_str: object) -> Path:
     return resolved
 
 
-def confine(session: Session, root: Path, proposal: dict[str, Any]) -> Confined:
+def confine(session: Session, root: Path, proposal: ProposalRecord) -> Confined:
     """Every path of a proposal as it may be used now; InvalidArgument naming `id` (nothing read or written)
     when any may not: a MAC proves the server wrote the file, not that a folder was not swapped for a link
     since."""
     rules = proposal_rules(session, root)
     try:
-        files = {f["path"]: confine_file(session, root, rules, f["path"]) for f in proposal["files"]}
-        target = confine_file(session, root, rules, proposal["target"])
-        conversation = confine_conversation(root, proposal["conversation"]["path"])
+        files = {f.path: confine_file(session, root, rules, f.path) for f in proposal.files}
+        target = confine_file(session, root, rules, proposal.target)
+        conversation = confine_conversation(root, proposal.conversation.path)
     except Refused as exc:
         raise InvalidArgument(
-            "id", f"proposal {proposal['id']} is refused: {exc.reason}; nothing was read or written"
+            "id", f"proposal {proposal.id} is refused: {exc.reason}; nothing was read or written"
         ) from None
     return Confined(rules, files, target, conversation)
 
@@ -316,61 +390,45 @@ async def _current_async(port: EditorPort, path: Path, rules: ReadRules) -> tupl
     return await asyncio.to_thread(_disk, path, rules)
 
 
-async def _texts(port: EditorPort, proposal: dict[str, Any], confined: Confined) -> dict[str, str]:
+async def _texts(port: EditorPort, proposal: ProposalRecord, confined: Confined) -> dict[str, str]:
     """The current text of each file with a pending hunk, by stored path; UserError when one cannot be read."""
     texts: dict[str, str] = {}
-    for file in proposal["files"]:
+    for file in proposal.files:
         if not _pending(file):
             continue
         try:
-            texts[file["path"]] = (await _current_async(port, confined.files[file["path"]], confined.rules))[0]
+            texts[file.path] = (await _current_async(port, confined.files[file.path], confined.rules))[0]
         except Refused as exc:
-            raise UserError(f"proposal {proposal['id']}: {exc.reason}") from None
+            raise UserError(f"proposal {proposal.id}: {exc.reason}") from None
     return texts
 
 
-def _pending(file: dict[str, Any]) -> list[dict[str, Any]]:
-    return [h for h in file["hunks"] if h.get("status") == PENDING]
+def _pending(file: FileRecord) -> list[HunkRecord]:
+    return [h for h in file.hunks if h.status == PENDING]
 
 
-def placed(file: dict[str, Any], hunks: Sequence[dict[str, Any]], current: str) -> list[Placed]:
+def placed(file: FileRecord, hunks: Sequence[HunkRecord], current: str) -> list[Placed]:
     """Where each of a proposal file's hunks is in the file's current text (`text.merge.place_hunks`): the one
     placement `nagent.review.show` and the zero-plugin diagnostics share."""
-    return place_hunks(file["baseText"], current, [LineHunk(h["start"], h["end"], h["oldText"], "") for h in hunks])
+    return place_hunks(file.baseText, current, [LineHunk(h.start, h.end, h.oldText, "") for h in hunks])
 
 
-def shown(proposal: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
+def review_view(proposal: ProposalRecord, texts: dict[str, str]) -> ProposalView:
     """`nagent.review.show`: the pending hunks, their ranges in each document's current text (`texts`, by stored
     path; whole lines), and whether each still applies (`applies: false`: its lines changed since; the range says
     where they were)."""
     files = []
-    for file in proposal["files"]:
+    for file in proposal.files:
         hunks = _pending(file)
         if not hunks:
             continue
-        current = texts.get(file["path"], file["baseText"])
-        shown_hunks = []
-        for hunk, where in zip(hunks, placed(file, hunks, current), strict=True):
-            shown_hunks.append(
-                {
-                    "id": hunk["id"],
-                    "range": {
-                        "start": {"line": where.start, "character": 0},
-                        "end": {"line": where.end, "character": 0},
-                    },
-                    "oldText": hunk["oldText"],
-                    "newText": hunk["newText"],
-                    "applies": where.found,
-                }
-            )
-        files.append({"uri": file["uri"], "path": file["path"], "created": file["created"], "hunks": shown_hunks})
-    return {
-        "id": proposal["id"],
-        "createdAt": proposal["createdAt"],
-        "request": proposal["request"],
-        "conversation": proposal["conversation"],
-        "files": files,
-    }
+        current = texts.get(file.path, file.baseText)
+        views = [
+            HunkView(h.id, Range(Position(where.start, 0), Position(where.end, 0)), h.oldText, h.newText, where.found)
+            for h, where in zip(hunks, placed(file, hunks, current), strict=True)
+        ]
+        files.append(FileView(file.uri, file.path, file.created, views))
+    return ProposalView(proposal.id, proposal.createdAt, proposal.request, proposal.conversation, files)
 
 
 def marks_for(session: Session, port: EditorPort | None, uri: str, text: str | None = None) -> list[ReviewMark]:
@@ -383,31 +441,31 @@ def marks_for(session: Session, port: EditorPort | None, uri: str, text: str | N
     also = session.state_root(path).path if path is not None else None
     rules: dict[Path, ReadRules] = {}
     for root, proposal in pending_proposals(session, also):
-        for file in proposal["files"]:
-            if file["uri"] != uri and (path is None or file["path"] != str(path)):
+        for file in proposal.files:
+            if file.uri != uri and (path is None or file.path != str(path)):
                 continue
             hunks = _pending(file)
             if not hunks:
                 continue
             root_rules = rules.get(root) or rules.setdefault(root, proposal_rules(session, root))
             try:
-                where_now = confine_file(session, root, root_rules, file["path"])
+                where_now = confine_file(session, root, root_rules, file.path)
                 if text is not None:
                     current = text
                 elif port is not None:
                     current = _current(port, where_now, root_rules)[0]
                 else:
-                    current = file["baseText"]
+                    current = file.baseText
             except Refused as exc:
-                log.info("the hunks of proposal %s are not shown on %s: %s", proposal["id"], uri, exc.reason)
+                log.info("the hunks of proposal %s are not shown on %s: %s", proposal.id, uri, exc.reason)
                 continue
             for hunk, where in zip(hunks, placed(file, hunks, current), strict=True):
-                first = next((line.strip() for line in split_lines(hunk["newText"]) if line.strip()), "")
+                first = next((line.strip() for line in split_lines(hunk.newText) if line.strip()), "")
                 message = f"nagent proposes: {first[:120]}" if first else "nagent proposes to delete these lines"
                 if not where.found:
                     what = f": {first[:120]}" if first else " (a deletion)"
                     message = f"nagent's proposed change no longer applies (these lines changed since){what}"
-                marks.append(ReviewMark(proposal["id"], hunk["id"], where.start, where.end, message))
+                marks.append(ReviewMark(proposal.id, hunk.id, where.start, where.end, message))
     return marks
 
 
@@ -444,26 +502,19 @@ def announce(session: Session, port: EditorPort, also: Path | None = None) -> li
 
 
 # -- the commands -----------------------------------------------------------------------------------------
-def review_list(session: Session, port: EditorPort, args: NoArgs) -> dict[str, Any]:
+def review_list(session: Session, port: EditorPort, args: NoArgs) -> ReviewList:
     announce(session, port)
-    return {
-        "proposals": [
-            {
-                "id": p["id"],
-                "createdAt": p["createdAt"],
-                "request": p["request"],
-                "conversation": p["conversation"],
-                "files": [{"uri": f["uri"], "hunks": len(_pending(f))} for f in p["files"] if _pending(f)],
-            }
-            for _root, p in pending_proposals(session)
-        ]
-    }
+    listed = []
+    for _root, p in pending_proposals(session):
+        files = [ListedFile(f.uri, len(_pending(f))) for f in p.files if _pending(f)]
+        listed.append(ListedProposal(p.id, p.createdAt, p.request, p.conversation, files))
+    return ReviewList(listed)
 
 
-async def review_show(session: Session, port: EditorPort, args: ReviewIdArgs) -> dict[str, Any]:
+async def review_show(session: Session, port: EditorPort, args: ReviewIdArgs) -> ProposalView:
     announce(session, port)
     _root, proposal, confined = _find(session, args.id)
-    return shown(proposal, await _texts(port, proposal, confined))
+    return review_view(proposal, await _texts(port, proposal, confined))
 
 
 def _lock(proposal_id: str) -> asyncio.Lock:
@@ -473,37 +524,43 @@ def _lock(proposal_id: str) -> asyncio.Lock:
     return lock
 
 
-def _check_hunks(proposal: dict[str, Any], wanted: list[str] | None, field: str) -> set[str]:
-    pending = {h["id"] for f in proposal["files"] for h in _pending(f)}
+def _check_hunks(proposal: ProposalRecord, wanted: list[str] | None, field: str) -> set[str]:
+    pending = {h.id for f in proposal.files for h in _pending(f)}
     if wanted is None:
         return pending
-    every = {h["id"] for f in proposal["files"] for h in f["hunks"]}
+    every = {h.id for f in proposal.files for h in f.hunks}
     for hunk_id in wanted:
         if hunk_id not in every:
-            raise InvalidArgument(field, f"proposal {proposal['id']} has no hunk {hunk_id!r}")
+            raise InvalidArgument(field, f"proposal {proposal.id} has no hunk {hunk_id!r}")
         if hunk_id not in pending:
-            raise InvalidArgument(field, f"hunk {hunk_id} of proposal {proposal['id']} was already resolved")
+            raise InvalidArgument(field, f"hunk {hunk_id} of proposal {proposal.id} was already resolved")
     return set(wanted)
 
 
-async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs) -> dict[str, Any]:
+async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs) -> ReviewApplied:
     announce(session, port)
     _find(session, args.id)  # a bad id fails before a lock is made for it
     async with _lock(args.id):
         root, proposal, confined = _find(session, args.id)  # again: another command may have resolved it meanwhile
         accept = _check_hunks(proposal, args.accept, "accept")
         changes, conflicts = await _merged(port, root, proposal, confined, accept)
-        result: dict[str, Any] = {"applied": False, "edits": 0, "files": [], "rejected": [], "conflicts": []}
-        result["conflicts"] = [hunk_id for hunk_id, _why in conflicts]
+        reason = None
         if conflicts:
             rest = "the other accepted hunks were applied" if changes else "nothing was applied"
-            result["reason"] = f"conflict: {'; '.join(why for _id, why in conflicts)}; {rest}"
+            reason = f"conflict: {'; '.join(why for _id, why in conflicts)}; {rest}"
         # The proposal's new record is decided before the change is sent, so that it is written with the change
         # (one transaction on the disk): the files changed and the proposal still pending is never what is left.
-        accepted, rejected, conflicted = _resolve(proposal, accept, {h for h, _why in conflicts}, args.rest)
-        result["rejected"] = [h["id"] for _f, h in rejected]
-        result["pending"] = [h["id"] for f in proposal["files"] for h in _pending(f)]
-        _finish(proposal)
+        statuses, accepted, rejected, conflicted = _resolve(proposal, accept, {h for h, _why in conflicts}, args.rest)
+        proposal = with_statuses(proposal, statuses)
+        result = ReviewApplied(
+            applied=False,
+            edits=0,
+            files=[],
+            rejected=[h.id for _f, h in rejected],
+            conflicts=[hunk_id for hunk_id, _why in conflicts],
+            pending=[h.id for f in proposal.files for h in _pending(f)],
+            reason=reason,
+        )
         index = session.proposal_index(root)
         outcome_files: tuple[FileOutcome, ...] = ()
         if changes:
@@ -514,56 +571,51 @@ async def review_apply(session: Session, port: EditorPort, args: ReviewApplyArgs
                 root,
                 changes,
                 target=confined.target,
-                request=proposal["request"],
+                request=proposal.request,
                 conversation=confined.conversation.name,
                 also=record,
             )
             if not applied.outcome.applied:
-                return {
-                    **result,
-                    "conflicts": [],
-                    "rejected": [],
-                    "pending": [],
-                    "reason": applied.outcome.reason or "not applied",
-                }
+                return ReviewApplied(False, 0, [], [], [], [], reason=applied.outcome.reason or "not applied")
             index.saved(proposal)
             outcome_files = applied.outcome.files
-            result.update(applied=True, edits=applied.outcome.edits, files=[attrs.asdict(f) for f in applied.files])
-            if applied.patch is not None:
-                result["patchPath"] = str(applied.patch)
+            patch = str(applied.patch) if applied.patch is not None else None
+            result = attrs.evolve(
+                result, applied=True, edits=applied.outcome.edits, files=list(applied.files), patchPath=patch
+            )
         else:
             index.save(proposal)
         await _record_review(session, port, proposal, confined, accepted, rejected, conflicted)
-        publish(session, port, [f["uri"] for f in proposal["files"]] + [f.uri for f in outcome_files])
+        publish(session, port, [f.uri for f in proposal.files] + [f.uri for f in outcome_files])
         return result
 
 
 async def _merged(
-    port: EditorPort, root: Path, proposal: dict[str, Any], confined: Confined, accept: set[str]
+    port: EditorPort, root: Path, proposal: ProposalRecord, confined: Confined, accept: set[str]
 ) -> tuple[list[FileChange], list[tuple[str, str]]]:
     """The accepted hunks merged into each file's current text: the change set to send, and the hunks left out
     with why (which lines changed since, as `HunkConflict.why` says it)."""
     changes: list[FileChange] = []
     conflicts: list[tuple[str, str]] = []
-    for file in proposal["files"]:
-        chosen = [h for h in _pending(file) if h["id"] in accept]
+    for file in proposal.files:
+        chosen = [h for h in _pending(file) if h.id in accept]
         if not chosen:
             continue
-        path = confined.files[file["path"]]
+        path = confined.files[file.path]
         try:
             current, exists = await _current_async(port, path, confined.rules)
         except Refused as exc:
-            raise UserError(f"proposal {proposal['id']}: {exc.reason}; nothing was applied") from None
-        hunks = [LineHunk(h["start"], h["end"], h["oldText"], h["newText"]) for h in chosen]
-        base = file["baseText"]
+            raise UserError(f"proposal {proposal.id}: {exc.reason}; nothing was applied") from None
+        hunks = [LineHunk(h.start, h.end, h.oldText, h.newText) for h in chosen]
+        base = file.baseText
         failed: list[HunkConflict]
-        if file["created"] and not exists:
+        if file.created and not exists:
             merged, failed = merge_hunks(base, base, hunks)
         else:
             merged, failed = merge_hunks(base, current, hunks)
-        where = shown_path(root, Path(file["path"]))
-        conflicts += [(chosen[c.index]["id"], f"{c.why(chosen[c.index]['id'])} in {where}") for c in failed]
-        if merged != current or (file["created"] and not exists):
+        where = shown_path(root, Path(file.path))
+        conflicts += [(chosen[c.index].id, f"{c.why(chosen[c.index].id)} in {where}") for c in failed]
+        if merged != current or (file.created and not exists):
             buffer = port.read_buffer(path)
             changes.append(
                 FileChange(
@@ -572,85 +624,86 @@ async def _merged(
                     base_text=current,
                     new_text=merged,
                     base_version=buffer.version if buffer is not None else None,
-                    created=bool(file["created"]) and not exists,
+                    created=file.created and not exists,
                 )
             )
     return changes, conflicts
 
 
-FileHunk = tuple[dict[str, Any], dict[str, Any]]  # a proposal's file and one of its hunks
+FileHunk = tuple[FileRecord, HunkRecord]  # a proposal's file and one of its hunks
 
 
 def _resolve(
-    proposal: dict[str, Any], accept: set[str], conflicts: set[str], rest: str
-) -> tuple[list[dict[str, Any]], list[FileHunk], list[FileHunk]]:
-    """Each pending hunk's new status: conflict, accepted, rejected (the rest, unless `rest` is "keep")."""
-    accepted: list[dict[str, Any]] = []
+    proposal: ProposalRecord, accept: set[str], conflicts: set[str], rest: str
+) -> tuple[dict[str, HunkStatus], list[HunkRecord], list[FileHunk], list[FileHunk]]:
+    """Each pending hunk's new status (by hunk id): conflict, accepted, rejected (the rest, unless `rest` is
+    "keep"); and the hunks accepted, rejected and conflicting."""
+    statuses: dict[str, HunkStatus] = {}
+    accepted: list[HunkRecord] = []
     rejected: list[FileHunk] = []
     conflicted: list[FileHunk] = []
-    for file in proposal["files"]:
+    for file in proposal.files:
         for hunk in _pending(file):
-            if hunk["id"] in conflicts:
-                hunk["status"] = CONFLICT
+            if hunk.id in conflicts:
+                statuses[hunk.id] = CONFLICT
                 conflicted.append((file, hunk))
-            elif hunk["id"] in accept:
-                hunk["status"] = ACCEPTED
+            elif hunk.id in accept:
+                statuses[hunk.id] = ACCEPTED
                 accepted.append(hunk)
             elif rest == "reject":
-                hunk["status"] = REJECTED
+                statuses[hunk.id] = REJECTED
                 rejected.append((file, hunk))
-    return accepted, rejected, conflicted
+    return statuses, accepted, rejected, conflicted
 
 
-async def review_discard(session: Session, port: EditorPort, args: ReviewDiscardArgs) -> dict[str, Any]:
+async def review_discard(session: Session, port: EditorPort, args: ReviewDiscardArgs) -> ReviewDiscarded:
     announce(session, port)
     _find(session, args.id)
     async with _lock(args.id):
         root, proposal, confined = _find(session, args.id)
         chosen = _check_hunks(proposal, args.hunks, "hunks")
-        rejected = []
-        for file in proposal["files"]:
-            for hunk in _pending(file):
-                if hunk["id"] in chosen:
-                    hunk["status"] = REJECTED
-                    rejected.append((file, hunk))
-        _finish(proposal)
+        rejected = [(f, h) for f in proposal.files for h in _pending(f) if h.id in chosen]
+        proposal = with_statuses(proposal, {h.id: REJECTED for _f, h in rejected})
         session.proposal_index(root).save(proposal)
         await _record_review(session, port, proposal, confined, [], rejected, [])
-        publish(session, port, [f["uri"] for f in proposal["files"]])
-        return {
-            "rejected": [h["id"] for _f, h in rejected],
-            "pending": [h["id"] for f in proposal["files"] for h in _pending(f)],
-        }
+        publish(session, port, [f.uri for f in proposal.files])
+        return ReviewDiscarded(
+            rejected=[h.id for _f, h in rejected], pending=[h.id for f in proposal.files for h in _pending(f)]
+        )
 
 
-def _finish(proposal: dict[str, Any]) -> None:
-    """A proposal with no pending hunk is resolved: `applied` when any hunk was accepted, else `discarded`."""
-    hunks = [h for f in proposal["files"] for h in f["hunks"]]
-    if any(h["status"] == PENDING for h in hunks):
-        return
-    proposal["status"] = "applied" if any(h["status"] == ACCEPTED for h in hunks) else "discarded"
-    proposal["resolvedAt"] = _now()
+def with_statuses(proposal: ProposalRecord, statuses: dict[str, HunkStatus]) -> ProposalRecord:
+    """The proposal with its hunks' new `statuses` (by hunk id). With no pending hunk left it is resolved:
+    `applied` when any hunk was accepted, else `discarded`."""
+    files = [
+        attrs.evolve(f, hunks=[attrs.evolve(h, status=statuses.get(h.id, h.status)) for h in f.hunks])
+        for f in proposal.files
+    ]
+    hunks = [h for f in files for h in f.hunks]
+    if any(h.status == PENDING for h in hunks):
+        return attrs.evolve(proposal, files=files)
+    status: Literal["applied", "discarded"] = "applied" if any(h.status == ACCEPTED for h in hunks) else "discarded"
+    return attrs.evolve(proposal, files=files, status=status, resolvedAt=_now())
 
 
-def _lines(hunk: dict[str, Any]) -> str:
-    return f"{hunk['start'] + 1}-{max(hunk['end'], hunk['start'] + 1)}"
+def _lines(hunk: HunkRecord) -> str:
+    return f"{hunk.start + 1}-{max(hunk.end, hunk.start + 1)}"
 
 
 async def _record_review(
     session: Session,
     port: EditorPort,
-    proposal: dict[str, Any],
+    proposal: ProposalRecord,
     confined: Confined,
-    accepted: list[dict[str, Any]],
-    rejected: list[tuple[dict[str, Any], dict[str, Any]]],
-    conflicted: list[tuple[dict[str, Any], dict[str, Any]]],
+    accepted: list[HunkRecord],
+    rejected: list[FileHunk],
+    conflicted: list[FileHunk],
 ) -> None:
     """The `<nagent-review-result>` block in the run's conversation: accepted hunks, and the rejected (and
     conflicting) ones with their text, so the next request knows what the user refused."""
-    lines = [f"The user reviewed the change proposed for the request: {proposal['request'].strip()}"]
+    lines = [f"The user reviewed the change proposed for the request: {proposal.request.strip()}"]
     if accepted:
-        lines.append(f"Accepted and applied: {', '.join(h['id'] for h in accepted)}.")
+        lines.append(f"Accepted and applied: {', '.join(h.id for h in accepted)}.")
     for title, group in (
         ("Rejected by the user", rejected),
         ("Not applied, its lines changed since the proposal was made", conflicted),
@@ -658,20 +711,20 @@ async def _record_review(
         for file, hunk in group:
             lines += [
                 "",
-                f"{title}: {hunk['id']} in {file['path']} (lines {_lines(hunk)} of the text the change was made "
+                f"{title}: {hunk.id} in {file.path} (lines {_lines(hunk)} of the text the change was made "
                 "against).",
                 "Proposed text:",
-                hunk["newText"].rstrip("\n") or "(delete the lines)",
+                hunk.newText.rstrip("\n") or "(delete the lines)",
                 "Instead of:",
-                hunk["oldText"].rstrip("\n") or "(nothing: an insertion)",
+                hunk.oldText.rstrip("\n") or "(nothing: an insertion)",
             ]
-    attrs = {
-        "proposal": proposal["id"],
-        "accepted": " ".join(h["id"] for h in accepted),
-        "rejected": " ".join(h["id"] for _f, h in rejected),
-        "conflicts": " ".join(h["id"] for _f, h in conflicted),
+    block_attrs = {
+        "proposal": proposal.id,
+        "accepted": " ".join(h.id for h in accepted),
+        "rejected": " ".join(h.id for _f, h in rejected),
+        "conflicts": " ".join(h.id for _f, h in conflicted),
     }
-    block = render_block("nagent-review-result", "\n".join(lines), attrs)
+    block = render_block("nagent-review-result", "\n".join(lines), block_attrs)
     path, target = confined.conversation, confined.target
     try:
         from nagent_lsp.operations.conversation import store_for
@@ -684,4 +737,4 @@ async def _record_review(
         async with store.lock_for(ref):
             ConversationFile.open(path, port).append(block)
     except (ConversationError, OSError) as exc:
-        log.warning("could not record the review of %s in %s: %s", proposal["id"], path, exc)
+        log.warning("could not record the review of %s in %s: %s", proposal.id, path, exc)

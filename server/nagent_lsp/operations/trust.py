@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from nagent_lsp.config.agent_definitions import ConfigFileError
+from nagent_lsp.config.convert import WIRE_NULL
 from nagent_lsp.config.recipe_definitions import Recipe, parse_recipe
 from nagent_lsp.config.state_root import home_root
 from nagent_lsp.core.errors import InvalidArgument, UserError
@@ -34,17 +34,15 @@ HOW = (
 
 @attrs.frozen
 class TrustState:
-    """The result of the three commands (the field names are the contract's)."""
+    """The result of the three commands (the field names are the contract's); `hash` is null when there are no
+    definitions."""
 
     stateRoot: str
     trusted: bool
-    hash: str | None
+    hash: str | None = attrs.field(metadata={WIRE_NULL: True})
     files: list[str]
     changedSinceTrusted: bool
     message: str
-
-    def as_result(self) -> dict[str, Any]:
-        return attrs.asdict(self)
 
 
 @attrs.frozen
@@ -134,18 +132,18 @@ def state_root_of(session: Session, uri: str | None) -> Path:
     return workspace_state_root(session, uri) or session.state_root(None).path
 
 
-def trust_status(session: Session, args: TrustStatusArgs) -> dict[str, Any]:
-    return assess(session, state_root_of(session, args.uri)).state().as_result()
+def trust_status(session: Session, args: TrustStatusArgs) -> TrustState:
+    return assess(session, state_root_of(session, args.uri)).state()
 
 
-def trust_definitions(session: Session, args: TrustArgs) -> dict[str, Any]:
+def trust_definitions(session: Session, args: TrustArgs) -> TrustState:
     """Record the current hash. `hash` (optional): trust only if the definitions still hash to what the user saw."""
     found = assess(session, state_root_of(session, args.uri))
     definitions = found.definitions
     if found.own or definitions.hash is None:
-        return found.state(found.describe() + (": nothing recorded" if not found.own else "")).as_result()
+        return found.state(found.describe() + (": nothing recorded" if not found.own else ""))
     if definitions.problem is not None:
-        return found.state().as_result()
+        return found.state()
     if args.hash is not None and args.hash != definitions.hash:
         raise InvalidArgument(
             "hash",
@@ -159,18 +157,18 @@ def trust_definitions(session: Session, args: TrustArgs) -> dict[str, Any]:
         "may run (under your shell setting) until any of these files changes"
     )
     log.info("%s", message)
-    return trusted.state(message).as_result()
+    return trusted.state(message)
 
 
-def revoke_trust(session: Session, args: TrustStatusArgs) -> dict[str, Any]:
+def revoke_trust(session: Session, args: TrustStatusArgs) -> TrustState:
     found = assess(session, state_root_of(session, args.uri))
     if found.own:
-        return found.state().as_result()
+        return found.state()
     removed = records().revoke(found.definitions.state_root)
     after = Assessment(found.definitions, None, False)
     if removed:
-        return after.state(f"revoked your trust in the nagent definitions in {found.root}").as_result()
-    return after.state(f"you did not trust the nagent definitions in {found.root}: nothing to revoke").as_result()
+        return after.state(f"revoked your trust in the nagent definitions in {found.root}")
+    return after.state(f"you did not trust the nagent definitions in {found.root}: nothing to revoke")
 
 
 def repository_trusted(session: Session, state_root: Path | None) -> bool:

@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 import attrs
 import cattrs
 
-from nagent_lsp.config.convert import Between, Invalid, converter, describe_value, problems
+from nagent_lsp.config.convert import Between, Invalid, converter, describe_value, problems, to_wire
 from nagent_lsp.store import provenance
 from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import FileTooLarge, NotRegularFile
@@ -157,6 +157,22 @@ def _not_a_list(data: Any) -> str | None:
     return None
 
 
+def parse(data: dict[str, Any]) -> ProposalRecord:
+    """A proposal `read` returned (its shape already checked) as its typed record."""
+    return _strict.structure(data, ProposalRecord)
+
+
+Proposal = ProposalRecord | dict[str, Any]  # a record, or a proposal's JSON as written (tests forge malformed ones)
+
+
+def _data(proposal: Proposal) -> dict[str, Any]:
+    """The JSON object of a proposal: a record's fields (None left out: `resolvedAt` while pending)."""
+    if isinstance(proposal, ProposalRecord):
+        data: dict[str, Any] = to_wire(proposal)
+        return data
+    return proposal
+
+
 # -- writing ----------------------------------------------------------------------------------------------
 def canonical(proposal: dict[str, Any]) -> bytes:
     """What the MAC covers: every field but `mac`, in one spelling whatever the file's indentation."""
@@ -164,19 +180,20 @@ def canonical(proposal: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
-def _json(proposal: dict[str, Any]) -> str:
+def _json(proposal: Proposal) -> str:
     """The file's text: the MAC first (see `_MAC_PREFIX`), then the proposal as it reads best."""
-    body = {k: v for k, v in proposal.items() if k != "mac"}
+    body = {k: v for k, v in _data(proposal).items() if k != "mac"}
     signed = {"mac": provenance.mac(MAC_KIND, canonical(body)), **body}
     return json.dumps(signed, indent=1, ensure_ascii=False) + "\n"
 
 
-def create(state_root: Path, proposal: dict[str, Any], patch: str) -> Path:
+def create(state_root: Path, proposal: Proposal, patch: str) -> Path:
     """Write a new (pending) proposal: its folder is made whole under a temporary name, then renamed into place.
     ProvenanceError (nothing written) when the per-user secret cannot be used."""
-    text = _json(proposal)
-    where = folder(state_root, proposal["id"])
-    building = where.with_name(f".{proposal['id']}.creating")
+    data = _data(proposal)
+    text = _json(data)
+    where = folder(state_root, data["id"])
+    building = where.with_name(f".{data['id']}.creating")
     atomic_write_text(building / PATCH_FILE, patch)
     atomic_write_text(building / PROPOSAL_FILE, text)
     (building / PENDING_MARK).touch()
@@ -188,22 +205,23 @@ def create(state_root: Path, proposal: dict[str, Any], patch: str) -> Path:
     return where
 
 
-def save(state_root: Path, proposal: dict[str, Any]) -> Path:
+def save(state_root: Path, proposal: Proposal) -> Path:
     """Rewrite a proposal's JSON (its hunks' statuses); once it is no longer pending its `pending` mark goes."""
-    text = _json(proposal)
-    where = folder(state_root, proposal["id"])
+    data = _data(proposal)
+    text = _json(data)
+    where = folder(state_root, data["id"])
     atomic_write_text(where / PROPOSAL_FILE, text)
-    if proposal.get("status") != "pending":
+    if data.get("status") != "pending":
         (where / PENDING_MARK).unlink(missing_ok=True)
     return where
 
 
-def saved_files(state_root: Path, proposal: dict[str, Any]) -> list[tuple[Path, str | None]]:
+def saved_files(state_root: Path, proposal: ProposalRecord) -> list[tuple[Path, str | None]]:
     """What `save` writes, for a caller that writes it in one transaction with the change it records
     (`store.transaction`): the JSON, and None (delete) for the `pending` mark once the proposal is resolved."""
-    where = folder(state_root, proposal["id"])
+    where = folder(state_root, proposal.id)
     files: list[tuple[Path, str | None]] = [(where / PROPOSAL_FILE, _json(proposal))]
-    if proposal.get("status") != "pending":
+    if proposal.status != "pending":
         files.append((where / PENDING_MARK, None))
     return files
 
@@ -319,12 +337,12 @@ class ProposalIndex:
         self.state_root = state_root
         self._lock = threading.Lock()
         self._resolved: set[str] = set()  # ids known to be resolved (or not proposals): never looked at again
-        self._pending: dict[str, tuple[Stamp, dict[str, Any]]] = {}
+        self._pending: dict[str, tuple[Stamp, ProposalRecord]] = {}
         self._rejected: dict[str, tuple[Stamp, Rejected]] = {}
         self._reported: set[str] = set()
 
-    def pending(self) -> list[dict[str, Any]]:
-        """Every pending proposal, oldest first. The dicts are the index's own: read them, never change them."""
+    def pending(self) -> list[ProposalRecord]:
+        """Every pending proposal, oldest first (frozen records: a change is a new record, saved)."""
         with self._lock:
             found = self._scan()
             return [self._pending[i][1] for i in found if i in self._pending]
@@ -344,17 +362,17 @@ class ProposalIndex:
             self._reported.update(r.id for r in fresh)
             return fresh
 
-    def create(self, proposal: dict[str, Any], patch: str) -> None:
+    def create(self, proposal: ProposalRecord, patch: str) -> None:
         with self._lock:
             create(self.state_root, proposal, patch)
             self._remember(proposal)
 
-    def save(self, proposal: dict[str, Any]) -> None:
+    def save(self, proposal: ProposalRecord) -> None:
         with self._lock:
             save(self.state_root, proposal)
             self._remember(proposal)
 
-    def saved(self, proposal: dict[str, Any]) -> None:
+    def saved(self, proposal: ProposalRecord) -> None:
         """The proposal was written (`saved_files`) by a transaction: remember it as `save` would."""
         with self._lock:
             self._remember(proposal)
@@ -370,14 +388,14 @@ class ProposalIndex:
                 self._refresh(proposal_id)
         return found
 
-    def _remember(self, proposal: dict[str, Any]) -> None:
-        stamp = self._stamp(proposal["id"])
-        self._rejected.pop(proposal["id"], None)
-        if proposal.get("status") == "pending" and stamp is not None:
-            self._pending[proposal["id"]] = (stamp, proposal)
+    def _remember(self, proposal: ProposalRecord) -> None:
+        stamp = self._stamp(proposal.id)
+        self._rejected.pop(proposal.id, None)
+        if proposal.status == "pending" and stamp is not None:
+            self._pending[proposal.id] = (stamp, proposal)
         else:
-            self._pending.pop(proposal["id"], None)
-            self._resolved.add(proposal["id"])
+            self._pending.pop(proposal.id, None)
+            self._resolved.add(proposal.id)
 
     def _stamp(self, proposal_id: str) -> Stamp | None:
         try:
@@ -406,4 +424,4 @@ class ProposalIndex:
             if stamp is not None:  # resolved (a mark a crash left between the writes of `save`)
                 self._resolved.add(proposal_id)
             return
-        self._pending[proposal_id] = (stamp or (0, 0, 0), proposal)
+        self._pending[proposal_id] = (stamp or (0, 0, 0), parse(proposal))

@@ -3,12 +3,16 @@ repository's definitions: `nagent.trust.status`, `nagent.trust`, `nagent.trust.r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import ListArgs, RecipeArgs, TrustArgs, TrustStatusArgs
+
+if TYPE_CHECKING:
+    from nagent_lsp.operations.recipes import RecipeList, RecipeResult
+    from nagent_lsp.operations.trust import TrustState
 
 # Operations are imported when first used: start-up answers `initialize` without loading them.
 
@@ -19,12 +23,12 @@ def register(server: NagentServer) -> None:
 
         return list_agents(ls.session, args)
 
-    def recipes(ls: NagentServer, args: ListArgs) -> dict[str, Any]:
+    def recipes(ls: NagentServer, args: ListArgs) -> RecipeList:
         from nagent_lsp.operations.recipes import list_recipes
 
         return list_recipes(ls.session, args)
 
-    async def run(ls: NagentServer, args: RecipeArgs) -> dict[str, Any]:
+    async def run(ls: NagentServer, args: RecipeArgs) -> RecipeResult:
         from nagent_lsp.operations.recipes import run_recipe_command
 
         return await run_recipe_command(ls.session, LspPort(ls), args)
@@ -32,17 +36,17 @@ def register(server: NagentServer) -> None:
     register_command(server, "nagent.agents.list", ListArgs, agents)
     register_command(server, "nagent.recipes.list", ListArgs, recipes)
 
-    def trust_status(ls: NagentServer, args: TrustStatusArgs) -> dict[str, Any]:
+    def trust_status(ls: NagentServer, args: TrustStatusArgs) -> TrustState:
         from nagent_lsp.operations.trust import trust_status
 
         return trust_status(ls.session, args)
 
-    def trust(ls: NagentServer, args: TrustArgs) -> dict[str, Any]:
+    def trust(ls: NagentServer, args: TrustArgs) -> TrustState:
         from nagent_lsp.operations.trust import trust_definitions
 
         return trust_definitions(ls.session, args)
 
-    def revoke(ls: NagentServer, args: TrustStatusArgs) -> dict[str, Any]:
+    def revoke(ls: NagentServer, args: TrustStatusArgs) -> TrustState:
         from nagent_lsp.operations.trust import revoke_trust
 
         return revoke_trust(ls.session, args)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -14,6 +14,9 @@ from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import InstructionArgs
 
+if TYPE_CHECKING:  # operations load lazily: start-up answers `initialize` without them
+    from nagent_lsp.operations.deliver import RunResult
+
 KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, types.CodeActionKind.Refactor]
 
 
@@ -22,7 +25,7 @@ KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, ty
 
 
 def register(server: NagentServer) -> None:
-    async def run(ls: NagentServer, args: InstructionArgs) -> dict[str, Any]:
+    async def run(ls: NagentServer, args: InstructionArgs) -> RunResult:
         from nagent_lsp.operations.instruction import apply_instruction
 
         return await apply_instruction(ls.session, LspPort(ls), args)

@@ -102,7 +102,7 @@ def register(server: NagentServer) -> None:
     register_command(server, RUN_COMMAND, CodeActionRunArgs, run)
 
 
-def _name(uri: Any) -> str:
+def _name(uri: object) -> str:
     path = uri_to_path(uri) if isinstance(uri, str) else None
     return path.name if path is not None else "the file"
 
@@ -113,7 +113,7 @@ def _one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
     return (first[: limit - 1] + "…") if len(first) > limit else first + (" …" if more else "")
 
 
-def _tokens(tokens: Any) -> str:
+def _tokens(tokens: object) -> str:
     if not isinstance(tokens, dict):
         return ""
     text = f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out tokens"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -20,6 +20,9 @@ from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
+
+if TYPE_CHECKING:
+    from nagent_lsp.operations.review import ProposalView, ReviewApplied, ReviewDiscarded, ReviewList
 
 log = logging.getLogger("nagent_lsp")
 
@@ -41,22 +44,22 @@ class ReviewPort(LspPort):
 
 
 def register(server: NagentServer) -> None:
-    async def run_list(ls: NagentServer, args: NoArgs) -> dict[str, Any]:
+    async def run_list(ls: NagentServer, args: NoArgs) -> ReviewList:
         from nagent_lsp.operations import review
 
         return review.review_list(ls.session, ReviewPort(ls), args)
 
-    async def run_show(ls: NagentServer, args: ReviewIdArgs) -> dict[str, Any]:
+    async def run_show(ls: NagentServer, args: ReviewIdArgs) -> ProposalView:
         from nagent_lsp.operations import review
 
         return await review.review_show(ls.session, ReviewPort(ls), args)
 
-    async def run_apply(ls: NagentServer, args: ReviewApplyArgs) -> dict[str, Any]:
+    async def run_apply(ls: NagentServer, args: ReviewApplyArgs) -> ReviewApplied:
         from nagent_lsp.operations import review
 
         return await review.review_apply(ls.session, ReviewPort(ls), args)
 
-    async def run_discard(ls: NagentServer, args: ReviewDiscardArgs) -> dict[str, Any]:
+    async def run_discard(ls: NagentServer, args: ReviewDiscardArgs) -> ReviewDiscarded:
         from nagent_lsp.operations import review
 
         return await review.review_discard(ls.session, ReviewPort(ls), args)

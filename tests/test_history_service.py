@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nagent_lsp.config.convert import to_wire
 from nagent_lsp.config.settings import HistorySettings, Settings
 from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.history.commit_summaries import make_model_summarizer, parse_summary_reply
@@ -116,7 +117,7 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     root, h = repo
     s = session_for(root, maxChangesetFiles=5)
     app = (root / "src" / "app.py").as_uri()
-    result = history.history_result(s, HistoryArgs(app))
+    result = to_wire(history.history_result(s, HistoryArgs(app)))  # the JSON on the wire
     assert set(result) == {"file", "repository", "commits", "authors", "coedits", "markdown"}
     assert result["file"] == "src/app.py" and result["repository"] == str(root.resolve())
     first = result["commits"][0]
@@ -127,8 +128,8 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     assert result["authors"][0] == {"name": "Ann Lee", "email": "ann@example.com", "commits": 3}
     assert result["coedits"][0] == {"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}
     assert "util.py" in result["markdown"]
-    assert len(history.history_result(s, HistoryArgs(app, maxCommits=2))["commits"]) == 2
-    co = history.coedits_result(s, CoeditsArgs(app, limit=1))
+    assert len(history.history_result(s, HistoryArgs(app, maxCommits=2)).commits) == 2
+    co = to_wire(history.coedits_result(s, CoeditsArgs(app, limit=1)))
     util = {"path": "util.py", "count": 3, "rate": 0.6, "level": "high"}
     assert co == {"file": "src/app.py", "commits": 5, "rows": [util]}
     outside = tmp_path / "loose.txt"
@@ -140,7 +141,7 @@ def test_contract_results_and_errors(repo, tmp_path: Path) -> None:
     untracked = root / "new.py"
     untracked.write_text("new\n")
     assert history.hover_markdown(s, untracked, 1) is None
-    assert history.history_result(s, HistoryArgs(untracked.as_uri()))["commits"] == []
+    assert history.history_result(s, HistoryArgs(untracked.as_uri())).commits == []
 
 
 def test_hover_card_blame_line_and_warm_hovers_start_no_git(repo, tmp_path: Path) -> None:

@@ -272,6 +272,7 @@ async def test_runs_on_one_file_take_turns(ws: Path, store: ConversationStore) -
 
 # --- the conversation commands' workflows (in process, with a fake editor port) ----------------------
 
+from nagent_lsp.config.convert import to_wire  # noqa: E402
 from nagent_lsp.config.parse_args import parse_args  # noqa: E402
 from nagent_lsp.core.errors import InvalidArgument, UserError  # noqa: E402
 from nagent_lsp.operations import conversation as wf  # noqa: E402
@@ -293,23 +294,23 @@ async def test_conversation_commands(ws: Path) -> None:
     session = Session(workspace_folders=[ws])
     f = write(ws / "a.py")
     port = ShowPort(True)
-    opened = await wf.open_conversation(session, port, parse_args(UriArgs, [{"uri": f.as_uri()}]))
+    opened = to_wire(await wf.open_conversation(session, port, parse_args(UriArgs, [{"uri": f.as_uri()}])))
     conv = Path(opened["path"])
     assert opened["shown"] is True and port.shown == [conv]
     assert conv.parent == ws / ".nagent" / "conversations" and conv.read_text() == ""
     assert (ws / ".nagent" / ".gitignore").exists()
-    reopened = await wf.open_conversation(session, ShowPort(False), UriArgs(f.as_uri()))
+    reopened = to_wire(await wf.open_conversation(session, ShowPort(False), UriArgs(f.as_uri())))
     assert reopened == {"path": str(conv), "shown": False}
 
-    listed = wf.list_conversations(session)
+    listed = to_wire(wf.list_conversations(session))
     assert listed == {"files": [{"fileId": file_id_for(f), "path": str(f), "conversation": str(conv)}]}
 
     conv.write_text("<user-prompt>\nfirst\n</user-prompt>\n")
-    saved = wf.save_conversation(session, NamedArgs(f.as_uri(), "keep"))
+    saved = to_wire(wf.save_conversation(session, NamedArgs(f.as_uri(), "keep")))
     assert Path(saved["path"]).read_text() == conv.read_text()
-    cleared = await wf.clear_conversation(session, UriArgs(f.as_uri()))
+    cleared = to_wire(await wf.clear_conversation(session, UriArgs(f.as_uri())))
     assert "first" in Path(cleared["archivedPath"]).read_text() and conv.read_text() == ""
-    loaded = await wf.load_conversation(session, NamedArgs(f.as_uri(), "keep"))
+    loaded = to_wire(await wf.load_conversation(session, NamedArgs(f.as_uri(), "keep")))
     assert loaded == {"path": str(conv)} and "first" in conv.read_text()
 
     with pytest.raises(UserError, match="no saved conversation named 'nope'"):
@@ -323,7 +324,7 @@ async def test_conversation_commands(ws: Path) -> None:
 
     os.rename(f, ws / "b.py")
     assert wf.files_renamed(session, [(f.as_uri(), (ws / "b.py").as_uri())]) == 1
-    assert wf.list_conversations(session)["files"][0]["path"] == str(ws / "b.py")
+    assert wf.list_conversations(session).files[0].path == str(ws / "b.py")
 
 
 async def test_clear_waits_for_a_running_edit(ws: Path) -> None:
@@ -351,7 +352,7 @@ async def test_clear_waits_for_a_running_edit(ws: Path) -> None:
         asked.set()
         result = await wf.clear_conversation(session, UriArgs(f.as_uri()))
         order.append("clear done")
-        assert "appended by the run" in Path(result["archivedPath"]).read_text()
+        assert "appended by the run" in Path(result.archivedPath).read_text()
 
     await asyncio.gather(edit_run(), clear())
     assert order == ["run start", "clear asked", "run end", "clear done"]

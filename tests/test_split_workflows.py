@@ -4,18 +4,34 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from nagent_lsp.config.convert import to_wire
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.model import Message
 from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange
+from nagent_lsp.operations import patch as patch_op
+from nagent_lsp.operations import split as split_op
+from nagent_lsp.operations import summarize as summarize_op
 from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
-from nagent_lsp.operations.patch import patch
 from nagent_lsp.operations.session import Session
-from nagent_lsp.operations.split import split
-from nagent_lsp.operations.summarize import file_summary_block, summarize
+from nagent_lsp.operations.summarize import file_summary_block
 from nagent_lsp.text.edits import apply_edits, minimal_edits
+
+
+# The operations return typed results; these tests check the JSON the wire and `--json` carry (`to_wire`).
+def split(*args: Any) -> Any:
+    return to_wire(split_op.split(*args))
+
+
+async def patch(*args: Any) -> Any:
+    return to_wire(await patch_op.patch(*args))
+
+
+async def summarize(*args: Any) -> Any:
+    return to_wire(await summarize_op.summarize(*args))
 
 
 class MemoryPort:

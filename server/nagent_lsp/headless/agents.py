@@ -20,12 +20,12 @@ def run_agents(args: argparse.Namespace) -> int:
         if args.json:
             print_json(result)
             return
-        width = max(len(a["name"]) for a in result["agents"])
-        for agent in result["agents"]:
-            where = f"  ({agent['path']})" if agent.get("path") else ""
-            shadowed = "  [shadowed: not used]" if agent.get("shadowed") else ""
-            print(f"{agent['name']:<{width}}  {agent['source']:<9}  {agent['description']}{where}{shadowed}")
-        _problems(result["problems"])
+        width = max(len(a.name) for a in result.agents)
+        for agent in result.agents:
+            where = f"  ({agent.path})" if agent.path else ""
+            shadowed = "  [shadowed: not used]" if agent.shadowed else ""
+            print(f"{agent.name:<{width}}  {agent.source:<9}  {agent.description}{where}{shadowed}")
+        _problems(result.problems)
 
     return run_guarded(run)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TypeVar, cast
 
 import attrs
 
@@ -28,6 +28,7 @@ from nagent_lsp.operations.session import Session
 
 log = logging.getLogger("nagent_lsp")
 DEFAULT_AGENT = "edit"
+T = TypeVar("T")
 
 
 def workspace_state_root(session: Session, uri: str | None, field: str = "uri") -> Path | None:
@@ -53,7 +54,7 @@ def agents_of(session: Session, state_root: Path | None) -> Loaded[Agent]:
     return loaded
 
 
-def report_shadowed(session: Session, shadowed: Sequence[Shadowed[Any]]) -> None:
+def report_shadowed(session: Session, shadowed: Sequence[Shadowed[T]]) -> None:
     for entry in shadowed:
         key = f"shadowed:{entry}"
         if key not in session.reported:
@@ -61,11 +62,35 @@ def report_shadowed(session: Session, shadowed: Sequence[Shadowed[Any]]) -> None
             log.warning("%s", entry)
 
 
-def list_agents(session: Session, args: ListArgs) -> dict[str, Any]:
+@attrs.frozen
+class AgentEntry:
+    """An agent as listed: `source` is builtin, user or workspace; `path` its file (none for a built-in);
+    `shadowed` for a workspace agent that lost its name to a built-in or the user's own (listed, never used)."""
+
+    name: str
+    description: str
+    source: str
+    path: str | None = None
+    shadowed: bool = False
+
+    @classmethod
+    def of(cls, agent: Agent, shadowed: bool = False) -> AgentEntry:
+        return cls(agent.name, agent.description, agent.source, agent.path or None, shadowed)
+
+
+@attrs.frozen
+class AgentList:
+    """The `nagent.agents.list` result; `problems`: one message per agent file that does not load or is shadowed."""
+
+    agents: list[AgentEntry]
+    problems: list[str]
+
+
+def list_agents(session: Session, args: ListArgs) -> AgentList:
     loaded = agents_of(session, workspace_state_root(session, args.uri))
-    listed = [agent.listed() for agent in loaded.items.values()]
-    listed += [entry.item.listed(shadowed=True) for entry in loaded.shadowed if entry.item is not None]
-    return {"agents": listed, "problems": loaded.notices()}
+    listed = [AgentEntry.of(agent) for agent in loaded.items.values()]
+    listed += [AgentEntry.of(entry.item, shadowed=True) for entry in loaded.shadowed if entry.item is not None]
+    return AgentList(listed, loaded.notices())
 
 
 def find_agent(session: Session, state_root: Path | None, name: str | None, field: str = "agent") -> Agent:
@@ -91,12 +116,13 @@ def run_settings(settings: Settings, agent: Agent) -> Settings:
     """The settings a run with `agent` uses: its model (a profile or a raw id) over `model`, then its temperature
     and maxSteps."""
     resolved = model_settings(settings, agent.model)
-    changes: dict[str, Any] = {}
-    if agent.temperature is not None:
-        changes["temperature"] = agent.temperature
-    if agent.maxSteps is not None:
-        changes["maxSteps"] = agent.maxSteps
-    return attrs.evolve(resolved, **changes) if changes else resolved
+    if agent.temperature is None and agent.maxSteps is None:
+        return resolved
+    return attrs.evolve(
+        resolved,
+        temperature=agent.temperature if agent.temperature is not None else resolved.temperature,
+        maxSteps=agent.maxSteps if agent.maxSteps is not None else resolved.maxSteps,
+    )
 
 
 def applies_nothing(agent: Agent) -> bool:

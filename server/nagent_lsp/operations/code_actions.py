@@ -5,9 +5,8 @@ LSP code actions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -25,7 +24,7 @@ class Offer:
     title: str
     kind: str  # an LSP CodeActionKind value: "quickfix", "refactor.rewrite", "refactor"
     command: str
-    argument: dict[str, Any]
+    argument: Mapping[str, object]  # the command's JSON argument, as the client sends it back
     preferred: bool = False
 
 
@@ -123,7 +122,7 @@ def _recipe_offers(session: Session, uri: str, path: Path, start: tuple[int, int
     recipes = recipes_of(session, state_root).items
     if any(r.source == "workspace" for r in recipes.values()) and not repository_trusted(session, state_root):
         recipes = {name: r for name, r in recipes.items() if r.source != "workspace"}
-    argument: dict[str, Any] = {"uri": uri}
+    argument: dict[str, object] = {"uri": uri}
     if start != end:
         argument["range"] = {
             "start": {"line": start[0], "character": start[1]},

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from nagent_lsp.agent.sandbox import Refused
+from nagent_lsp.config.convert import WIRE_NULL
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import looks_like_uri, uri_to_path
 from nagent_lsp.core.ports import EditorPort
@@ -18,6 +20,43 @@ from nagent_lsp.operations.args import NamedArgs, UriArgs
 from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
+
+
+@attrs.frozen
+class OpenedConversation:
+    """`nagent.conversation.open`: the conversation file (created empty if needed) and whether the editor showed
+    it (`window/showDocument`)."""
+
+    path: str
+    shown: bool
+
+
+@attrs.frozen
+class ConversationEntry:
+    fileId: str
+    path: str  # the file the conversation is about
+    conversation: str  # the conversation file
+
+
+@attrs.frozen
+class ConversationList:
+    """`nagent.conversation.list`: every conversation of the workspace's state roots, by file path."""
+
+    files: list[ConversationEntry]
+
+
+@attrs.frozen
+class ArchivedConversation:
+    """`nagent.conversation.clear`: where the conversation was archived (null: there was none)."""
+
+    archivedPath: str | None = attrs.field(metadata={WIRE_NULL: True})
+
+
+@attrs.frozen
+class ConversationPath:
+    """`nagent.conversation.save` (the saved copy) and `.load` (the conversation file it replaced)."""
+
+    path: str
 
 
 def target_path(uri: str) -> Path | None:
@@ -57,7 +96,7 @@ def resolve(session: Session, uri: str) -> tuple[ConversationStore, Conversation
         raise UserError(str(exc)) from exc
 
 
-async def open_conversation(session: Session, port: EditorPort, args: UriArgs) -> dict[str, Any]:
+async def open_conversation(session: Session, port: EditorPort, args: UriArgs) -> OpenedConversation:
     _, ref = resolve(session, args.uri)
     try:
         # Create it empty if needed (never truncate): an editor can only show a file that exists.
@@ -65,39 +104,39 @@ async def open_conversation(session: Session, port: EditorPort, args: UriArgs) -
     except FileExistsError:
         pass
     shown = await port.show_document(ref.conversation_path)
-    return {"path": str(ref.conversation_path), "shown": bool(shown)}
+    return OpenedConversation(str(ref.conversation_path), bool(shown))
 
 
-def list_conversations(session: Session) -> dict[str, Any]:
+def list_conversations(session: Session) -> ConversationList:
     stores: dict[str, ConversationStore] = {}
     targets: list[Path | None] = list(session.workspace_folders) or [None]
     for folder in targets:
         store = store_for(session, folder, create=False)  # listing never creates a state root
         stores.setdefault(str(store.state_root), store)
     files = [
-        {"fileId": ref.file_id, "path": ref.path, "conversation": str(ref.conversation_path)}
+        ConversationEntry(ref.file_id, ref.path, str(ref.conversation_path))
         for store in stores.values()
         for ref in store.refs()
     ]
-    return {"files": sorted(files, key=lambda f: (f["path"], f["fileId"]))}
+    return ConversationList(sorted(files, key=lambda f: (f.path, f.fileId)))
 
 
-async def clear_conversation(session: Session, args: UriArgs) -> dict[str, Any]:
+async def clear_conversation(session: Session, args: UriArgs) -> ArchivedConversation:
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
         archived = store.archive(ref)
-    return {"archivedPath": str(archived) if archived else None}
+    return ArchivedConversation(str(archived) if archived else None)
 
 
-def save_conversation(session: Session, args: NamedArgs) -> dict[str, Any]:
+def save_conversation(session: Session, args: NamedArgs) -> ConversationPath:
     store, ref = resolve(session, args.uri)
     try:
-        return {"path": str(store.save(ref, args.name))}
+        return ConversationPath(str(store.save(ref, args.name)))
     except ConversationError as exc:
         raise UserError(str(exc)) from exc
 
 
-async def load_conversation(session: Session, args: NamedArgs) -> dict[str, Any]:
+async def load_conversation(session: Session, args: NamedArgs) -> ConversationPath:
     store, ref = resolve(session, args.uri)
     try:
         store.saved_path(args.name)  # a bad name is the user's to fix before anything is archived
@@ -105,7 +144,7 @@ async def load_conversation(session: Session, args: NamedArgs) -> dict[str, Any]
         raise InvalidArgument("name", str(exc)) from exc
     async with store.lock_for(ref):
         try:
-            return {"path": str(store.load(ref, args.name))}
+            return ConversationPath(str(store.load(ref, args.name)))
         except ConversationError as exc:
             raise UserError(str(exc)) from exc
 

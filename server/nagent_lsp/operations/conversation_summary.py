@@ -6,7 +6,7 @@ summary of what happened, so a long conversation stops costing its whole history
 
 from __future__ import annotations
 
-from typing import Any
+import attrs
 
 from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.core.errors import UserError
@@ -26,6 +26,23 @@ ASK = (
 )
 
 
+@attrs.frozen
+class ConversationSummary:
+    """`nagent.conversation.summarize`: the model's summary; nothing is changed."""
+
+    summary: str
+
+
+@attrs.frozen
+class CompactedConversation:
+    """`nagent.conversation.compact`: where the whole conversation was archived, and its size (estimated tokens)
+    before and after."""
+
+    archivedPath: str
+    tokensBefore: int
+    tokensAfter: int
+
+
 def _history_text(text: str) -> str:
     """The conversation without its initial context (rebuilt every run, nothing to summarise there)."""
     block = find_initial_context(text)
@@ -43,16 +60,16 @@ async def _summarise(model: ChatModel, history: str, instruction: str | None) ->
     return summary
 
 
-async def summarize_conversation(session: Session, port: EditorPort, args: UriArgs) -> dict[str, Any]:
+async def summarize_conversation(session: Session, port: EditorPort, args: UriArgs) -> ConversationSummary:
     model = require_summary_model(session.settings, session.environ)
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
     if not history:
         raise UserError(f"the conversation of {ref.path} is empty; nothing to summarise")
-    return {"summary": await _summarise(model, history, None)}
+    return ConversationSummary(await _summarise(model, history, None))
 
 
-async def compact_conversation(session: Session, port: EditorPort, args: CompactArgs) -> dict[str, Any]:
+async def compact_conversation(session: Session, port: EditorPort, args: CompactArgs) -> CompactedConversation:
     model = require_summary_model(session.settings, session.environ)
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
@@ -69,4 +86,4 @@ async def compact_conversation(session: Session, port: EditorPort, args: Compact
             fresh.text = context.raw + "\n"
         note = f"This conversation was compacted; the full history is archived at {archived}. Summary of it:"
         fresh.append(system_block(note), render_block("conversation-summary", summary))
-    return {"archivedPath": str(archived), "tokensBefore": before, "tokensAfter": estimate_tokens(fresh.text)}
+    return CompactedConversation(str(archived), before, estimate_tokens(fresh.text))

@@ -3,8 +3,8 @@ history services (nagent_lsp.history.service).
 
 Public entry points (others call these):
     service_for(session, path) -> (HistoryService, rel) | None
-    history_result(session, HistoryArgs) -> dict                      # nagent.history
-    coedits_result(session, CoeditsArgs) -> dict                      # nagent.coedits
+    history_result(session, HistoryArgs) -> FileHistory               # nagent.history
+    coedits_result(session, CoeditsArgs) -> Coedits                   # nagent.coedits
     hover_markdown(session, path, line) -> str | None                 # textDocument/hover, line is 1-based
     warm(session, path)                                               # textDocument/didOpen: index + first page
     file_history_block(session, path, wait_summaries=0.0) -> str      # {file-history} for the edit loop
@@ -17,7 +17,8 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.config.parse_args import file_argument
@@ -25,7 +26,7 @@ from nagent_lsp.config.settings import HistorySettings
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.history import render
-from nagent_lsp.history.coedits import TOP, CoeditTable
+from nagent_lsp.history.coedits import TOP, CoeditRow, CoeditTable
 from nagent_lsp.history.commit_summaries import make_model_summarizer
 from nagent_lsp.history.encoding import display, to_bytes
 from nagent_lsp.history.index import CommitRef
@@ -35,6 +36,68 @@ from nagent_lsp.llm.models import optional_summary_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
+
+# -- the results --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CommitEntry:
+    """One commit of a file, newest first. `path` is the file's name in that commit (older commits may predate a
+    rename); `summary` when the model (or the team's git notes) summarised it."""
+
+    hash: str
+    short: str
+    date: str
+    author: str
+    email: str
+    subject: str
+    path: str
+    summary: str | None = None
+
+
+@attrs.frozen
+class AuthorEntry:
+    name: str
+    email: str
+    commits: int
+
+
+@attrs.frozen
+class CoeditEntry:
+    """A file changed in the same commits: `count` of them, `rate` of the file's commits, `level` in words."""
+
+    path: str
+    count: int
+    rate: float
+    level: str
+
+    @classmethod
+    def of(cls, row: CoeditRow) -> CoeditEntry:
+        return cls(row.path, row.count, round(row.rate, 4), row.level)
+
+
+@attrs.frozen
+class FileHistory:
+    """The `nagent.history` result; `partial` (true, else absent) when answered before the repository's index was
+    ready, so older commits may be missing."""
+
+    file: str
+    repository: str
+    commits: list[CommitEntry]
+    authors: list[AuthorEntry]
+    coedits: list[CoeditEntry]
+    markdown: str
+    partial: bool | None = None
+
+
+@attrs.frozen
+class Coedits:
+    """The `nagent.coedits` result: the files most often changed with `file`, over `commits` commits."""
+
+    file: str
+    commits: int
+    rows: list[CoeditEntry]
+
 
 # -- session-level entry points -------------------------------------------------------------------------------------
 
@@ -89,23 +152,12 @@ def _require(session: Session, path: Path, background: bool = True) -> tuple[His
     return found
 
 
-def _commit_dict(view: HistoryView, c: CommitRef) -> dict[str, Any]:
-    out = {
-        "hash": c.hash,
-        "short": c.hash[:7],
-        "date": render.iso(c.time),
-        "author": c.author,
-        "email": c.email,
-        "subject": c.subject,
-        "path": c.path,  # the file's name in this commit (older commits may predate a rename)
-    }
+def _commit_entry(view: HistoryView, c: CommitRef) -> CommitEntry:
     summary = view.summary(c)
-    if summary:
-        out["summary"] = summary
-    return out
+    return CommitEntry(c.hash, c.hash[:7], render.iso(c.time), c.author, c.email, c.subject, c.path, summary or None)
 
 
-def history_result(session: Session, args: HistoryArgs, *, background: bool = True) -> dict:
+def history_result(session: Session, args: HistoryArgs, *, background: bool = True) -> FileHistory:
     """The `nagent.history` result."""
     if args.maxCommits is not None and args.maxCommits < 1:
         raise InvalidArgument("maxCommits", "must be at least 1")
@@ -116,35 +168,27 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
         entry_view = HistoryView(display(to_bytes(rel)), str(service.root), (), 0, True, CoeditTable(0, ()))
-        return {
-            "file": entry_view.file,
-            "repository": str(service.root),
-            "commits": [],
-            "authors": [],
-            "coedits": [],
-            "markdown": render.history_markdown(entry_view),
-        }
+        return FileHistory(entry_view.file, str(service.root), [], [], [], render.history_markdown(entry_view))
     if background:  # a one-shot CLI process would exit before a background summary could land
         service.request_summaries(entry, hs)
     else:  # but what the team shares in git notes costs nothing to show
         service.summaries_from_notes(entry, hs)
     view = entry.view
-    result: dict[str, Any] = {
-        "file": view.file,
-        "repository": str(service.root),
-        "commits": [_commit_dict(view, c) for c in view.commits],
-        "authors": [{"name": a.name, "email": a.email, "commits": a.commits} for a in view.authors],
-        "coedits": [r.as_dict() for r in view.coedits.rows],
-        "markdown": render.history_markdown(view),
-    }
-    if not view.complete and len(view.commits) < hs.maxCommits:
-        # answered before the repository's index was ready: the newest commits only (a first page, or what the
-        # background build has read so far); a later call answers from the complete index
-        result["partial"] = True
-    return result
+    # answered before the repository's index was ready: the newest commits only (a first page, or what the
+    # background build has read so far); a later call answers from the complete index
+    partial = not view.complete and len(view.commits) < hs.maxCommits
+    return FileHistory(
+        file=view.file,
+        repository=str(service.root),
+        commits=[_commit_entry(view, c) for c in view.commits],
+        authors=[AuthorEntry(a.name, a.email, a.commits) for a in view.authors],
+        coedits=[CoeditEntry.of(r) for r in view.coedits.rows],
+        markdown=render.history_markdown(view),
+        partial=True if partial else None,
+    )
 
 
-def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = True) -> dict:
+def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = True) -> Coedits:
     """The `nagent.coedits` result."""
     if args.limit is not None and args.limit < 1:
         raise InvalidArgument("limit", "must be at least 1")
@@ -152,10 +196,10 @@ def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = Tr
     hs = session.settings.history
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
-        return {"file": display(to_bytes(rel)), "commits": 0, "rows": []}
+        return Coedits(display(to_bytes(rel)), 0, [])
     table = entry.view.coedits
     rows = table.rows[: args.limit if args.limit is not None else TOP]
-    return {"file": entry.view.file, "commits": table.commits, "rows": [r.as_dict() for r in rows]}
+    return Coedits(entry.view.file, table.commits, [CoeditEntry.of(r) for r in rows])
 
 
 def hover_markdown(
@@ -220,29 +264,32 @@ def file_history_block(session: Session, path: Path, wait_summaries: float = 0.0
 # -- plain text for the CLI ------------------------------------------------------------------------------------------
 
 
-def render_history_text(result: dict) -> str:
-    lines = [f"{result['file']}  ({result['repository']})", ""]
-    if not result["commits"]:
+def render_history_text(result: FileHistory) -> str:
+    lines = [f"{result.file}  ({result.repository})", ""]
+    if not result.commits:
         return "\n".join(lines + ["No commits."])
     lines.append("Authors:")
-    width = max(len(str(a["commits"])) for a in result["authors"])
-    lines += [f"  {a['commits']:>{width}}  {a['name']} <{a['email']}>" for a in result["authors"]]
+    width = max(len(str(a.commits)) for a in result.authors)
+    lines += [f"  {a.commits:>{width}}  {a.name} <{a.email}>" for a in result.authors]
     lines += ["", "Commits (newest first):"]
-    for c in result["commits"]:
-        lines.append(f"  {c['date'][:10]}  {c['short']}  {c['author']}: {c.get('summary') or c['subject']}")
-    lines += ["", render_coedits_text({"file": result["file"], "commits": None, "rows": result["coedits"]}).rstrip()]
+    for c in result.commits:
+        lines.append(f"  {c.date[:10]}  {c.short}  {c.author}: {c.summary or c.subject}")
+    lines += ["", _coedits_text(result.coedits, None).rstrip()]
     return "\n".join(lines) + "\n"
 
 
-def render_coedits_text(result: dict) -> str:
+def render_coedits_text(result: Coedits) -> str:
+    return _coedits_text(result.rows, result.commits)
+
+
+def _coedits_text(rows: list[CoeditEntry], commits: int | None) -> str:
     head = "Files changed in the same commits"
-    if result.get("commits") is not None:
-        head += f" (over {result['commits']} commits)"
-    rows = result["rows"]
+    if commits is not None:
+        head += f" (over {commits} commits)"
     if not rows:
         return f"{head}: none found.\n"
-    width = max(len(r["path"]) for r in rows)
+    width = max(len(r.path) for r in rows)
     lines = [head + ":"]
     for r in rows:
-        lines.append(f"  {r['path']:<{width}}  {r['count']:>4}  {round(r['rate'] * 100):>3}%  {r['level']}")
+        lines.append(f"  {r.path:<{width}}  {r.count:>4}  {round(r.rate * 100):>3}%  {r.level}")
     return "\n".join(lines) + "\n"

@@ -11,17 +11,31 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
 
-from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, refresh_after_apply
+import attrs
+
+from nagent_lsp.agent.splits import PatchPlan, TrustedSplit, load_trusted_split, plan_patch, refresh_after_apply
+from nagent_lsp.config.convert import WIRE_NULL
 from nagent_lsp.core.errors import InvalidArgument, PatchError, SplitError, UserError
-from nagent_lsp.core.ports import EditorPort, FileChange
+from nagent_lsp.core.ports import Buffer, EditorPort, FileChange
 from nagent_lsp.operations.args import PatchArgs
 from nagent_lsp.operations.buffers import read_rules, read_source
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.patches import write_patch
 from nagent_lsp.store.split_index import UntrustedIndex
 from nagent_lsp.text.edits import minimal_edits, unified_diff
+
+
+@attrs.frozen
+class PatchResult:
+    """The `nagent.patch` result: whether the segments differ from the text (`changed`), whether the merge was
+    applied, the document, how many edits, and the diff written under `<state root>/patches/` (null when none)."""
+
+    changed: bool
+    applied: bool
+    uri: str
+    edits: int
+    patchPath: str | None = attrs.field(metadata={WIRE_NULL: True})
 
 
 def _index_path(raw: str, port: EditorPort | None) -> Path:
@@ -62,7 +76,7 @@ def trusted_index(session: Session, raw: str, port: EditorPort | None) -> Truste
         raise UserError(str(exc)) from None
 
 
-async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str, Any]:
+async def patch(session: Session, port: EditorPort, args: PatchArgs) -> PatchResult:
     split = trusted_index(session, args.indexPath, port)
     rules = read_rules(session, split.source)
     source = split.source
@@ -71,23 +85,16 @@ async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str
         plan = await asyncio.to_thread(plan_patch, split, buffer.text, force=args.force, max_bytes=rules.max_bytes)
     except PatchError as exc:
         raise UserError(str(exc)) from None
-    result: dict[str, Any] = {
-        "changed": plan.changed,
-        "applied": False,
-        "uri": buffer.uri,
-        "edits": 0,
-        "patchPath": None,
-    }
     if not plan.changed:
-        return result
-    patches_dir = session.state_dir(source, "patches")
-    label = _label(source, port)
+        return PatchResult(changed=False, applied=False, uri=buffer.uri, edits=0, patchPath=None)
     if args.dryRun:
         # Nothing applied, nothing re-indexed; the diff is written so the user can read what would change.
-        result["edits"] = len(minimal_edits(buffer.text, plan.merged))
-        written = write_patch(patches_dir, source, unified_diff(buffer.text, plan.merged, label))
-        result["patchPath"] = str(written) if written else None
-        return result
+        edits = len(minimal_edits(buffer.text, plan.merged))
+        return PatchResult(True, False, buffer.uri, edits, _write_diff(session, port, source, buffer, plan.merged))
+    return await _apply(session, port, source, buffer, plan)
+
+
+async def _apply(session: Session, port: EditorPort, source: Path, buffer: Buffer, plan: PatchPlan) -> PatchResult:
     outcome = await port.apply_change(
         FileChange(
             path=source,
@@ -98,13 +105,16 @@ async def patch(session: Session, port: EditorPort, args: PatchArgs) -> dict[str
             label=f"nagent: patch {source.name}",
         )
     )
-    result["edits"] = outcome.edits
     if not outcome.applied:
         port.log("warning", f"patch of {source} not applied: {outcome.reason}")
-        return result
+        return PatchResult(plan.changed, False, buffer.uri, outcome.edits, None)
     final = outcome.final_text if outcome.final_text is not None else plan.merged
-    result["applied"] = True
-    written = write_patch(patches_dir, source, unified_diff(buffer.text, final, label))
-    result["patchPath"] = str(written) if written else None
+    written = _write_diff(session, port, source, buffer, final)
     await asyncio.to_thread(refresh_after_apply, plan, final)
-    return result
+    return PatchResult(plan.changed, True, buffer.uri, outcome.edits, written)
+
+
+def _write_diff(session: Session, port: EditorPort, source: Path, buffer: Buffer, new_text: str) -> str | None:
+    label = _label(source, port)
+    written = write_patch(session.state_dir(source, "patches"), source, unified_diff(buffer.text, new_text, label))
+    return str(written) if written else None

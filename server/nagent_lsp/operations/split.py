@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from nagent_lsp.agent.sandbox import ReadRules
 from nagent_lsp.agent.splits import split_text
@@ -19,14 +20,28 @@ from nagent_lsp.core.ports import Buffer, EditorPort
 from nagent_lsp.operations.args import SplitArgs
 from nagent_lsp.operations.buffers import confined_file, source_from
 from nagent_lsp.operations.session import Session
+from nagent_lsp.text.segments import TARGET_BYTES_DEFAULT
 from nagent_lsp.text.split_rules import UnknownSplitType
 
 
-def segments_result(index: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"index": s["segment_index"], "startLine": s["start_line_num"], "endLine": s["end_line_num"], "path": s["path"]}
-        for s in index["segments"]
-    ]
+@attrs.frozen
+class Segment:
+    """One segment file: its 1-based position, the source lines it holds (1-based, inclusive) and its path."""
+
+    index: int
+    startLine: int
+    endLine: int
+    path: str
+
+
+@attrs.frozen
+class SplitResult:
+    """The `nagent.split` result: the index file to give `nagent.patch`, the split rules used, the source's hash."""
+
+    indexPath: str
+    splitType: str
+    sha256: str
+    segments: list[Segment]
 
 
 def _checked(session: Session, args: SplitArgs) -> tuple[Path, ReadRules]:
@@ -35,34 +50,34 @@ def _checked(session: Session, args: SplitArgs) -> tuple[Path, ReadRules]:
     return confined_file(session, args.uri)
 
 
-def split(session: Session, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
+def split(session: Session, port: EditorPort | None, args: SplitArgs) -> SplitResult:
     """The split, done in the calling thread (the CLI, tests, a worker thread)."""
     path, rules = _checked(session, args)
     buffer = port.read_buffer(path) if port is not None else None
     return _split(session, path, rules, buffer, args)
 
 
-async def split_async(session: Session, port: EditorPort | None, args: SplitArgs) -> dict[str, Any]:
+async def split_async(session: Session, port: EditorPort | None, args: SplitArgs) -> SplitResult:
     """The split for the editor: the buffer is taken on the event loop, the rest runs in a worker thread."""
     path, rules = _checked(session, args)
     buffer = port.read_buffer(path) if port is not None else None
     return await asyncio.to_thread(_split, session, path, rules, buffer, args)
 
 
-def _split(session: Session, path: Path, rules: ReadRules, buffer: Buffer | None, args: SplitArgs) -> dict[str, Any]:
+def _split(session: Session, path: Path, rules: ReadRules, buffer: Buffer | None, args: SplitArgs) -> SplitResult:
     source = source_from(path, buffer, rules)
     splits_dir = session.state_dir(path, "splits")
-    kwargs: dict[str, Any] = {"natural": args.natural}
-    if args.targetBytes is not None:
-        kwargs["target_bytes"] = args.targetBytes
+    target = args.targetBytes if args.targetBytes is not None else TARGET_BYTES_DEFAULT
     try:
-        result = split_text(source.text, path, splits_dir, **kwargs)
+        result = split_text(source.text, path, splits_dir, target_bytes=target, natural=args.natural)
     except (SplitError, UnknownSplitType) as exc:
         raise UserError(str(exc)) from None
-    index = result.index
-    return {
-        "indexPath": str(result.index_path),
-        "splitType": index["split_type"],
-        "sha256": index["source_sha256"],
-        "segments": segments_result(index),
-    }
+    index = result.index  # the index as written (store/splits.py), read back only from a trusted split
+    return SplitResult(
+        indexPath=str(result.index_path),
+        splitType=index["split_type"],
+        sha256=index["source_sha256"],
+        segments=[
+            Segment(s["segment_index"], s["start_line_num"], s["end_line_num"], s["path"]) for s in index["segments"]
+        ],
+    )

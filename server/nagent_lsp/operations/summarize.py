@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.core.errors import UserError
@@ -48,12 +49,22 @@ async def summarize_file(
             await owned.aclose()
 
 
+@attrs.frozen
+class SummaryResult:
+    """The `nagent.summarize` result: `mode` is "inline" (one call) or "split" (segment by segment, then merged);
+    `cached` when the same content was summarised before."""
+
+    summary: str
+    mode: str
+    cached: bool
+
+
 async def summarize(
     session: Session, port: EditorPort | None, args: UriArgs, complete: Complete | None = None
-) -> dict[str, Any]:
+) -> SummaryResult:
     path, _ = confined_file(session, args.uri)
     result = await summarize_file(session, port, path, complete)
-    return {"summary": result.summary, "mode": result.mode, "cached": result.cached}
+    return SummaryResult(result.summary, result.mode, result.cached)
 
 
 def file_summary_block(session: Session, path: Path, text: str) -> str:

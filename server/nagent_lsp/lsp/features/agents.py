@@ -3,7 +3,7 @@ repository's definitions: `nagent.trust.status`, `nagent.trust`, `nagent.trust.r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
@@ -11,6 +11,7 @@ from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import ListArgs, RecipeArgs, TrustArgs, TrustStatusArgs
 
 if TYPE_CHECKING:
+    from nagent_lsp.operations.agents import AgentList
     from nagent_lsp.operations.recipes import RecipeList, RecipeResult
     from nagent_lsp.operations.trust import TrustState
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def register(server: NagentServer) -> None:
-    def agents(ls: NagentServer, args: ListArgs) -> dict[str, Any]:
+    def agents(ls: NagentServer, args: ListArgs) -> AgentList:
         from nagent_lsp.operations.agents import list_agents
 
         return list_agents(ls.session, args)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -11,6 +11,15 @@ from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import CompactArgs, NamedArgs, NoArgs, UriArgs
+
+if TYPE_CHECKING:
+    from nagent_lsp.operations.conversation import (
+        ArchivedConversation,
+        ConversationList,
+        ConversationPath,
+        OpenedConversation,
+    )
+    from nagent_lsp.operations.conversation_summary import CompactedConversation, ConversationSummary
 
 log = logging.getLogger("nagent_lsp")
 
@@ -20,37 +29,37 @@ log = logging.getLogger("nagent_lsp")
 
 
 def register(server: NagentServer) -> None:
-    async def run_open(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+    async def run_open(ls: NagentServer, args: UriArgs) -> OpenedConversation:
         from nagent_lsp.operations import conversation
 
         return await conversation.open_conversation(ls.session, LspPort(ls), args)
 
-    def run_list(ls: NagentServer, args: NoArgs) -> dict[str, Any]:
+    def run_list(ls: NagentServer, args: NoArgs) -> ConversationList:
         from nagent_lsp.operations import conversation
 
         return conversation.list_conversations(ls.session)
 
-    async def run_clear(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+    async def run_clear(ls: NagentServer, args: UriArgs) -> ArchivedConversation:
         from nagent_lsp.operations import conversation
 
         return await conversation.clear_conversation(ls.session, args)
 
-    def run_save(ls: NagentServer, args: NamedArgs) -> dict[str, Any]:
+    def run_save(ls: NagentServer, args: NamedArgs) -> ConversationPath:
         from nagent_lsp.operations import conversation
 
         return conversation.save_conversation(ls.session, args)
 
-    async def run_load(ls: NagentServer, args: NamedArgs) -> dict[str, Any]:
+    async def run_load(ls: NagentServer, args: NamedArgs) -> ConversationPath:
         from nagent_lsp.operations import conversation
 
         return await conversation.load_conversation(ls.session, args)
 
-    async def run_summarize(ls: NagentServer, args: UriArgs) -> dict[str, Any]:
+    async def run_summarize(ls: NagentServer, args: UriArgs) -> ConversationSummary:
         from nagent_lsp.operations import conversation_summary
 
         return await conversation_summary.summarize_conversation(ls.session, LspPort(ls), args)
 
-    async def run_compact(ls: NagentServer, args: CompactArgs) -> dict[str, Any]:
+    async def run_compact(ls: NagentServer, args: CompactArgs) -> CompactedConversation:
         from nagent_lsp.operations import conversation_summary
 
         return await conversation_summary.compact_conversation(ls.session, LspPort(ls), args)

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -21,6 +21,7 @@ from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 
 if TYPE_CHECKING:
     from nagent_lsp.history.service import HistoryEvent, HistoryService
+    from nagent_lsp.operations.history import Coedits, FileHistory
 
 log = logging.getLogger("nagent_lsp")
 
@@ -59,12 +60,12 @@ def register(server: NagentServer) -> None:
 
         await show_pending(ls, params.text_document.uri)  # a pending proposal's hunks (they survive a restart)
 
-    def run_history(ls: NagentServer, args: HistoryArgs) -> dict[str, Any]:
+    def run_history(ls: NagentServer, args: HistoryArgs) -> FileHistory:
         from nagent_lsp.operations import history
 
         return history.history_result(ls.session, args)
 
-    def run_coedits(ls: NagentServer, args: CoeditsArgs) -> dict[str, Any]:
+    def run_coedits(ls: NagentServer, args: CoeditsArgs) -> Coedits:
         from nagent_lsp.operations import history
 
         return history.coedits_result(ls.session, args)

@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from nagent_lsp.config.settings import HistorySettings
-from nagent_lsp.history import service as service_module
-from nagent_lsp.history.blame import parse_porcelain
+from nagent_lsp.history import blame as blame_format
+from nagent_lsp.history import file_history, line_blame
+from nagent_lsp.history.blame import compact, parse_porcelain
 from nagent_lsp.history.git import GitRepository
 from nagent_lsp.history.logparse import split_records
-from nagent_lsp.history.service import LRU, HistoryEvent, HistoryService
+from nagent_lsp.history.service import HistoryEvent, HistoryService
+from nagent_lsp.store import history_index as frames_file
 from tests.harness.gitrepo import git, git_env
 from tests.harness.lsp import open_editor, wait_until
 
@@ -295,7 +297,7 @@ def simple_repo(root: Path, n: int = 12) -> list[str]:
 def test_day_one_partial_answers_refine_and_never_claim_completeness(tmp_path, monkeypatch) -> None:
     root = tmp_path / "repo"
     h = simple_repo(root)
-    monkeypatch.setattr(service_module, "FIRST_PAGE", 2)
+    monkeypatch.setattr(file_history, "FIRST_PAGE", 2)
     gated = GatedGit(root, first=5)
     service = HistoryService(root, tmp_path / "cache", git=gated)
     events: list[HistoryEvent] = []
@@ -309,7 +311,7 @@ def test_day_one_partial_answers_refine_and_never_claim_completeness(tmp_path, m
     assert [c.hash for c in entry.view.commits][:2] == [h[-1], h[-2]]
     assert service.status()["state"] == "building"
     # the page holds 2 commits; the stream has shown 5: a later hover shows the 5, still marked partial
-    assert wait_for(lambda: service._builder is not None and service._builder.count == 5)
+    assert wait_for(lambda: service.keeper.builder is not None and service.keeper.builder.count == 5)
     refined = service.entry("f.txt", hs, sync=False, wait=60)
     assert [c.hash for c in refined.view.commits] == h[::-1][:5] and not refined.view.complete
     from nagent_lsp.history import render
@@ -386,7 +388,7 @@ def test_amend_switch_and_back_reuse_the_index(tmp_path) -> None:
     assert view() == [topic, *h[5::-1]]
     assert service.counters.appended == 2 and service.counters.builds == 1
     # persisted as appended segments; a fresh service loads the view of the current HEAD
-    service._index_pool.submit(lambda: None).result()
+    service.keeper.pool.submit(lambda: None).result()
     assert service.counters.rewrites == 1 and service.counters.appends >= 3
     again = HistoryService(root, service.cache_dir)
     again.start().result()
@@ -471,14 +473,35 @@ def test_blame_is_carried_or_advanced_across_new_commits(tmp_path) -> None:
     again.close()
 
 
-def test_caches_are_bounded() -> None:
-    lru: LRU[int, bytes] = LRU(3, weight=10, weigh=len)
-    for i in range(5):
-        lru.put(i, b"x" * 3)
-    assert len(lru) == 3 and lru.get(0) is None and lru.get(4) == b"xxx"
-    lru.put(9, b"y" * 9)  # too heavy for its company: the oldest go until the total fits
-    assert lru.total <= 10 and lru.get(9) is not None and len(lru) == 1
-    assert service_module.BLAME_LINES * 4 <= 16 * 2**20  # the blame cache's ceiling: a few MB of line ids
+def test_blame_cache_is_bounded_by_files_lines_and_heads(tmp_path, monkeypatch) -> None:
+    """The blames a previous run left (loaded through the same LRU a running server fills): at most BLAME_HEADS per
+    file, BLAME_FILES files and BLAME_LINES lines in all, the most recently made kept; a file too big for the line
+    budget is kept alone rather than refused."""
+    monkeypatch.setattr(line_blame, "BLAME_FILES", 4)
+    monkeypatch.setattr(line_blame, "BLAME_HEADS", 2)
+    root = tmp_path / "repo"
+    simple_repo(root, 1)
+    service = HistoryService(root, tmp_path / "cache")
+    sha = "ab" * 20
+
+    def frame(path: bytes, head: str, lines: int) -> bytes:
+        return blame_format.encode(path, head, sha, 1, compact([sha] * lines))
+
+    heads = [f"{i:040x}" for i in range(3)]
+    frames = [frame(b"f%d.txt" % f, head, 10) for f in range(6) for head in heads]
+    frames_file.write_frames(service.blame_path, frames)
+    service.blame.load()
+    kept = {path: [b.head for b in blames] for path, blames in service.blame.cache.items()}
+    assert kept == {b"f%d.txt" % f: heads[1:] for f in range(2, 6)}  # the newest files, each with its newest heads
+    assert service.blame.cache.currsize == 4 * 2 * 11  # 10 lines + 1 distinct commit per blame
+
+    huge = line_blame.BLAME_LINES + 5
+    frames_file.write_frames(service.blame_path, [*frames, frame(b"huge.txt", heads[0], huge)])
+    service.blame.load()
+    assert list(service.blame.cache) == [b"huge.txt"]  # everything older made room for it
+    assert service.blame.cache.currsize == line_blame.BLAME_LINES
+    assert line_blame.BLAME_LINES * 4 <= 16 * 2**20  # the blame cache's ceiling: a few MB of line ids
+    service.close()
 
 
 def test_failed_build_is_reported_and_pages_still_answer(tmp_path) -> None:

@@ -173,7 +173,7 @@ def test_new_commit_shows_without_restart_incrementally(repo, tmp_path: Path) ->
     assert service.refresh()  # the update the hover started, finished
     assert service.counters.builds == 1 and service.counters.incremental == 1
     # a restarted service loads the persisted index (under the new HEAD) instead of rebuilding
-    service._index_pool.submit(lambda: None).result()  # the persist job queued after the update has run
+    service.keeper.pool.submit(lambda: None).result()  # the persist job queued after the update has run
     again = HistoryService(root, service.cache_dir)
     again.start().result()
     assert again.counters.loads == 1 and again.counters.builds == 0

@@ -13,9 +13,8 @@ from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.model import estimate_tokens
 from nagent_lsp.headless.common import run_guarded, session_for
-from nagent_lsp.history.commit_summaries import SUMMARY_INSTRUCTIONS
+from nagent_lsp.history.commit_summaries import EXCERPT_CHARS, SUMMARY_BATCH, SUMMARY_INSTRUCTIONS
 from nagent_lsp.history.git import GitError, GitRepository
-from nagent_lsp.history.service import EXCERPT_CHARS, SUMMARY_BATCH
 from nagent_lsp.history.summary_notes import NOTES_REF, SummaryNotes
 from nagent_lsp.llm.models import profile_price, summary_settings
 from nagent_lsp.operations.history import service_for

@@ -18,7 +18,7 @@ from typing import Any
 
 from nagent_lsp.core.limits import INLINE_LIMIT as SUMMARIZE_THRESHOLD_BYTES  # inline up to this, else per segment
 from nagent_lsp.core.model import Message
-from nagent_lsp.store.file_summaries import FileSummaryCache
+from nagent_lsp.store.file_summary_cache import FileSummaryCache
 from nagent_lsp.text.segments import TARGET_BYTES_DEFAULT, plan_segments
 from nagent_lsp.text.split_rules import detect_split_type
 

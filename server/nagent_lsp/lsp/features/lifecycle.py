@@ -40,6 +40,9 @@ def register(server: NagentServer) -> None:
         ls.pending_problems = []
         await pull_configuration(ls)
         ls.in_background(ls.loop.run_in_executor(None, clean_state_roots, ls.session))
+        # Git and shell commands run in a PID namespace probed once (core/isolation.py, ~15 ms): probe it now, so the
+        # first hover's git process does not pay for it.
+        ls.in_background(ls.loop.run_in_executor(None, _probe_isolation))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_did_change_configuration(ls: NagentServer, params: types.DidChangeConfigurationParams) -> None:
@@ -78,6 +81,12 @@ async def pull_configuration(ls: NagentServer) -> bool:
     ls.session.workspace_config = value if isinstance(value, dict) else None
     _reload(ls)
     return True
+
+
+def _probe_isolation() -> None:
+    from nagent_lsp.core.isolation import namespace_prefix_blocking
+
+    namespace_prefix_blocking()
 
 
 def clean_state_roots(session: Session) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nagent_lsp.agent.shared_conversations import SecretGuard
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.store.atomic import atomic_write_bytes
 from nagent_lsp.store.conversations import append_conversation
@@ -22,6 +23,7 @@ class ConversationFile:
         self.path = path
         self._text = text
         self.secrets = secrets  # never written: a read or a result that holds one gets it redacted
+        self.guard = SecretGuard(path, secrets)  # a conversation git shares gets every secret redacted (issue 28)
         self._disk_size: int | None = (
             None  # bytes on disk when they are exactly `text` (as last written); None: unknown
         )
@@ -68,7 +70,7 @@ class ConversationFile:
             return
         # append_block's discipline (a newline first when the file is not empty), built apart so only the
         # addition is encoded and written, and the text is copied once.
-        addition = ("\n" if self._text else "") + "\n".join(parts)
+        addition = self.guard.clean(("\n" if self._text else "") + "\n".join(parts))
         self._text += addition
         added = addition.encode("utf-8")
         if self._disk_size is not None:
@@ -83,6 +85,7 @@ class ConversationFile:
 
     def save(self) -> None:
         """Write the whole text atomically (temp file, fsync, rename)."""
+        self._text = self.guard.clean(self._text)
         data = self._text.encode("utf-8")
         atomic_write_bytes(self.path, data)
         self._disk_size = len(data)

@@ -79,6 +79,14 @@ def _review_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accept", help="apply only these hunks, comma-separated (h1,h3); the rest are rejected")
 
 
+def _conversations_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["check"], help="check: find secrets in the conversations")
+    parser.add_argument(
+        "path", nargs="?", type=Path, default=None, help="a file or folder of the repository (default: current folder)"
+    )
+    parser.add_argument("--fix", action="store_true", help="redact what is found, in place (atomic rewrite)")
+
+
 def _status_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--folder", type=Path, default=Path.cwd(), help="workspace folder (default: current directory)")
 
@@ -121,6 +129,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "print the files that historically change together with a file",
         _coedit_args,
         "nagent_lsp.headless.history:coedits",
+    ),
+    "conversations": Subcommand(
+        "check: find secrets in the conversations under the state root (FILE:LINE: KIND, exit 1); --fix redacts",
+        _conversations_args,
+        "nagent_lsp.headless.conversations:run",
     ),
     "edit": Subcommand(
         "ask the model to change a file; prints the answer and the diff",

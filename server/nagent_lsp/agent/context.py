@@ -1,7 +1,8 @@
 """The initial context of an edit run (DESIGN §5.2), as one pure function.
 
 Order is stable → volatile so a provider's prompt cache can reuse the prefix (DESIGN §11): the rules and the root
-context come first and hold nothing about this file or this run; everything from `Instance:` on is per file (the
+context come first and hold nothing about this file or this run, then the repository's rules files (their own order is
+repository-wide, per folder, per file: agent.rules_files); everything from `Instance:` on is per file (the
 file's history and summary change rarely), then the date (daily), with the target text and the selection last
 (they change with every edit).
 """
@@ -59,14 +60,19 @@ def build_initial_context(  # noqa: PLR0913  2026-11-27: one keyword-only option
     target_text: str | None = None,
     target_version: int | None = None,
     agent: tuple[str, str] | None = None,
+    rules_files: str = "",
 ) -> str:
-    """`agent`: (name, instructions) of the run's agent (DESIGN §10), shown as an `{agent}` block."""
+    """`agent`: (name, instructions) of the run's agent (DESIGN §10), shown as an `{agent}` block. `rules_files`: the
+    repository's rules files as rendered `{rules}` blocks (agent.rules_files), after the root context: the user's own
+    context keeps its place first."""
     parts: list[str] = []
     if rules.strip():
         parts.append(_neutral(rules.strip()))
     if root_context.strip():
         heading = "Root context (from the user's and the project's .nagent/context files):"
         parts.append(heading + "\n" + _neutral(root_context.strip()))
+    if rules_files.strip():
+        parts.append(_neutral(rules_files.strip()))
     if agent is not None and agent[1].strip():
         parts.append(_block("agent", _neutral(agent[1].strip()), f'name="{agent[0]}"'))
     parts.append(_instance(facts))

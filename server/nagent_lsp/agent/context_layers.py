@@ -104,3 +104,11 @@ def load_layers(directories: Iterable[Path]) -> list[Layer]:
 def root_context(directories: Iterable[Path]) -> str:
     """All layers' text joined by a blank line, ready for the initial context."""
     return "\n\n".join(layer.text for layer in load_layers(directories))
+
+
+def layer_source(directory: Path) -> Path | None:
+    """The file a layer directory's context comes from (`context.yaml` wins over `context.md`), for listings."""
+    for name in (YAML_NAME, MARKDOWN_NAME):
+        if (Path(directory) / name).is_file():
+            return Path(directory) / name
+    return None

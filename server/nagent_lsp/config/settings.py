@@ -83,6 +83,20 @@ class HistorySettings:
 @attrs.frozen
 class ConversationSettings:
     tokenBudget: Annotated[int, Between(1000, 100_000_000)] = 60000  # DESIGN §11: memory is folded above this
+    # Where a new conversation of a file in a repository is kept: "committed" (`.nagent/conversations/`, listed in
+    # its manifest, travels with the repository) or "local" (`.nagent/conversations/local/`, ignored by git).
+    share: Literal["committed", "local"] = "committed"
+
+
+@attrs.frozen
+class RulesFilesSettings:
+    """The team's rules files read into the initial context (agent.rules_files), one switch per convention. Yours
+    to turn off; a repository's config may turn one off, never on (NARROW_ONLY)."""
+
+    agentsMd: bool = True  # AGENTS.md, the repository root's and the nested ones down to the file's folder
+    claudeMd: bool = True  # CLAUDE.md, the same way
+    claudeRules: bool = True  # .claude/rules/*.md (front matter `paths:` scopes them)
+    copilot: bool = True  # .github/copilot-instructions.md and .github/instructions/*.instructions.md (`applyTo`)
 
 
 @attrs.frozen
@@ -127,6 +141,7 @@ class Settings:
     denyWrite: tuple[str, ...] = DEFAULT_DENY_WRITE
     reviewAlways: tuple[str, ...] = DEFAULT_REVIEW_ALWAYS
     conversation: ConversationSettings = attrs.Factory(ConversationSettings)
+    rulesFiles: RulesFilesSettings = attrs.Factory(RulesFilesSettings)
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The key from `environ`, by default the process's environment with its held secrets
@@ -199,6 +214,12 @@ NARROW_ONLY: dict[str, tuple[Any, ...]] = {
     "confirmEdits": (True, False),  # it may ask for review, never turn the user's review off
     "history.summarize": (False, True),  # summaries are model calls: the user's money
     "history.shareSummaries": ("off", "notes"),  # sharing pushes to the team's remote: the user's consent
+    # the team's rules files cost tokens on every request: a repository may drop a convention, not add one back
+    "rulesFiles.agentsMd": (False, True),
+    "rulesFiles.claudeMd": (False, True),
+    "rulesFiles.claudeRules": (False, True),
+    "rulesFiles.copilot": (False, True),
+    "conversation.share": ("local", "committed"),  # what the user's conversations offer to commit: their consent
 }
 # Limits and budgets a repository may only lower (raising them is how it would bloat or stall the server).
 LOWER_ONLY = (

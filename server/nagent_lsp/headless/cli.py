@@ -87,6 +87,11 @@ def _conversations_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", action="store_true", help="redact what is found, in place (atomic rewrite)")
 
 
+def _context_args(parser: argparse.ArgumentParser) -> None:
+    _file(parser, "print the layers as JSON")
+    parser.add_argument("--full", action="store_true", help="print each layer's text too")
+
+
 def _status_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--folder", type=Path, default=Path.cwd(), help="workspace folder (default: current directory)")
 
@@ -134,6 +139,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "check: find secrets in the conversations under the state root (FILE:LINE: KIND, exit 1); --fix redacts",
         _conversations_args,
         "nagent_lsp.headless.conversations:run",
+    ),
+    "context": Subcommand(
+        "list the layers of a file's initial context (root context, AGENTS.md, CLAUDE.md, …) with source and size",
+        _context_args,
+        "nagent_lsp.headless.context:run",
     ),
     "edit": Subcommand(
         "ask the model to change a file; prints the answer and the diff",

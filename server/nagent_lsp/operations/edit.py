@@ -35,6 +35,7 @@ from nagent_lsp.llm.models import (
 from nagent_lsp.operations.agents import applies_nothing, find_agent, policy_of, run_settings
 from nagent_lsp.operations.args import EditArgs
 from nagent_lsp.operations.buffers import confined_file, read_rules, read_source, read_source_async
+from nagent_lsp.operations.context_info import rules_context
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.deliver import RunResult, conversation_record
 from nagent_lsp.operations.session import Session
@@ -164,6 +165,7 @@ async def _run(
     folders = list(rules.folders)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))
     convo = ConversationFile.open(ref.conversation_path, port, secrets)
+    team_rules = rules_context(session, path)  # AGENTS.md & co. (agent.rules_files), read once per run
 
     def context_for(conversation: str, invocation: str, with_target: bool = True) -> str:
         facts = InstanceFacts.gather(
@@ -186,6 +188,7 @@ async def _run(
             target_text=base_text if (small and with_target) else None,
             target_version=base_version,
             agent=(agent.name, agent.instructions) if agent.instructions else None,
+            rules_files=team_rules,
         )
 
     extras = await _context_extras(session, path, base_text)

@@ -13,6 +13,7 @@ from nagent_lsp.config.settings import flatten
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.llm.models import model_settings, summary_settings
 from nagent_lsp.llm.openai_chat import strip_userinfo
+from nagent_lsp.operations.context_info import ContextLayer, context_layers
 from nagent_lsp.operations.session import Session
 
 NULL = {WIRE_NULL: True}  # on the wire as null, never left out
@@ -32,7 +33,10 @@ class HistoryStatus:
 class ServerStatus:
     """The `nagent.status` result. `model`/`baseUrl` are what an edit really uses (a profile resolved;
     `modelProfile` names it, else null). `settings` is the settings' own JSON (`Settings.public()`: camelCase,
-    nested, the key's variable name and never the key), `baseUrl` there without user info."""
+    nested, the key's variable name and never the key), `baseUrl` there without user info. `contextLayers`: the
+    workspace's initial-context layers with their source (root context, then the repository's rules files that
+    `rulesFiles` leaves on; every scoped one with its globs; nested AGENTS.md/CLAUDE.md are per file: `nagent-lsp
+    context FILE`), `contextProblems` the rules files skipped and why."""
 
     version: str
     stateRoot: str
@@ -47,11 +51,15 @@ class ServerStatus:
     workspaceFolders: list[str]
     settings: dict[str, object]
     history: HistoryStatus
+    contextLayers: list[ContextLayer]
+    contextProblems: list[str]
 
 
 def status(session: Session) -> ServerStatus:
     s = session.settings
     used = model_settings(s)  # `model` may name a profile: report what a request will really use
+    folders = session.workspace_folders
+    context = context_layers(session, Path(folders[0]), all_scoped=True) if folders else None
     return ServerStatus(
         version=__version__,
         stateRoot=str(session.state_root().path),
@@ -66,6 +74,8 @@ def status(session: Session) -> ServerStatus:
         workspaceFolders=[str(p) for p in session.workspace_folders],
         settings={**s.public(), "baseUrl": strip_userinfo(s.baseUrl) if s.baseUrl else None},
         history=history_status(session),
+        contextLayers=context.layers if context else [],
+        contextProblems=context.problems if context else [],
     )
 
 

@@ -79,17 +79,17 @@ def _review_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accept", help="apply only these hunks, comma-separated (h1,h3); the rest are rejected")
 
 
+def _context_args(parser: argparse.ArgumentParser) -> None:
+    _file(parser, "print the layers as JSON")
+    parser.add_argument("--full", action="store_true", help="print each layer's text too")
+
+
 def _conversations_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["check"], help="check: find secrets in the conversations")
     parser.add_argument(
         "path", nargs="?", type=Path, default=None, help="a file or folder of the repository (default: current folder)"
     )
     parser.add_argument("--fix", action="store_true", help="redact what is found, in place (atomic rewrite)")
-
-
-def _context_args(parser: argparse.ArgumentParser) -> None:
-    _file(parser, "print the layers as JSON")
-    parser.add_argument("--full", action="store_true", help="print each layer's text too")
 
 
 def _status_args(parser: argparse.ArgumentParser) -> None:
@@ -135,15 +135,15 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         _coedit_args,
         "nagent_lsp.headless.history:coedits",
     ),
-    "conversations": Subcommand(
-        "check: find secrets in the conversations under the state root (FILE:LINE: KIND, exit 1); --fix redacts",
-        _conversations_args,
-        "nagent_lsp.headless.conversations:run",
-    ),
     "context": Subcommand(
         "list the layers of a file's initial context (root context, AGENTS.md, CLAUDE.md, …) with source and size",
         _context_args,
         "nagent_lsp.headless.context:run",
+    ),
+    "conversations": Subcommand(
+        "check: find secrets in the conversations under the state root (FILE:LINE: KIND, exit 1); --fix redacts",
+        _conversations_args,
+        "nagent_lsp.headless.conversations:run",
     ),
     "edit": Subcommand(
         "ask the model to change a file; prints the answer and the diff",

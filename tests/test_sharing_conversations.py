@@ -86,6 +86,26 @@ def test_finder_kinds_lines_and_a_second_pass_finds_nothing() -> None:
     assert find_secrets(cleaned, ["heldvalue123"], denied) == []
 
 
+def test_finder_leaves_code_and_names_alone() -> None:
+    """What a conversation about code is full of: names of keys, reads of them, paths, words; and this project's
+    own source and README, which talk about keys everywhere and hold none."""
+    code = (
+        'apiKeyEnv: "OPENAI_API_KEY"\n'
+        'token_type: "bearer_token"\n'
+        'self._tokens_param = "max_completion_tokens"\n'
+        '"/etc/passwd": "calc-0b8a1f9e"\n'
+        'API_KEY = os.environ["API_KEY"]\n'
+        "password = getpass()\n"
+        "SECRET_KEY=${SECRET_KEY}\n"
+    )
+    assert find_secrets(code) == []
+    root = Path(__file__).resolve().parents[1]
+    sources = [*sorted((root / "server" / "nagent_lsp").rglob("*.py")), root / "README.md"]
+    assert len(sources) > 100
+    found = {f"{p.name}:{f.line}: {f.kind}" for p in sources for f in find_secrets(p.read_text(encoding="utf-8"))}
+    assert found == set()
+
+
 # --- the server: what it writes into a shared conversation -------------------------------------------------------
 
 
@@ -108,6 +128,7 @@ async def test_server_redacts_secrets_before_writing_a_shared_conversation(
     assert "deploy with the token [redacted: github token] please" in conversation  # the request, kept but redacted
     assert "[redacted: openai key]" in conversation and "[redacted: aws key]" in conversation
     assert "[redacted: denyRead content]" in conversation
+    assert conversation.count("[redacted:") == 4, conversation  # nothing else: not the rules, the context, the code
     assert all(s not in conversation for s in SECRETS)
 
     # The check finds nothing left; a fresh `git add -A` takes the conversation and never outputs/ nor proposals/.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -34,7 +35,10 @@ MAX_DENIED_FILE_BYTES = 256 * 1024
 # Folders never searched for denyRead files: git's, the state root, and the usual dependency trees.
 SKIPPED_DIRS = frozenset({".git", ".nagent", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"})
 
+DENIED_FRESH_SECONDS = 30.0  # a walk's findings serve the conversations written meanwhile (apply, review, children)
+
 _shared_cache: dict[Path, bool] = {}
+_denied_cache: dict[Path, tuple[float, tuple[str, ...]]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -73,6 +77,20 @@ def _ignored(top: Path, conversation: Path) -> bool:
         return False
     source = out.split(b"\t", 1)[0]
     return bool(out) and source != b"::" and not source.split(b":")[-1].startswith(b"!")
+
+
+def denied_in(top: Path) -> tuple[str, ...]:
+    """`denied_strings` of the work tree's denyRead files, walked again at most every DENIED_FRESH_SECONDS (a run
+    opens the same conversation several times; each must not walk the repository)."""
+    now = time.monotonic()
+    with _cache_lock:
+        cached = _denied_cache.get(top)
+    if cached is not None and now - cached[0] < DENIED_FRESH_SECONDS:
+        return cached[1]
+    strings = denied_strings(denied_contents(top))
+    with _cache_lock:
+        _denied_cache[top] = (now, strings)
+    return strings
 
 
 def denied_contents(top: Path, globs: Iterable[str] = DEFAULT_DENY_READ) -> list[str]:
@@ -143,7 +161,7 @@ class SecretGuard:
             return text
         if self._denied is None:
             top = repository_of(self.conversation)
-            self._denied = denied_strings(denied_contents(top)) if top is not None else ()
+            self._denied = denied_in(top) if top is not None else ()
         cleaned, findings = redact_secrets(text, (*self._held, *held_values()), self._denied)
         if findings:
             self._report(findings)

@@ -42,9 +42,10 @@ _TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # NAME = value, NAME: value, "name": "value", export NAME='value'. The value: no space, quote or bracket (so a
 # `[redacted: …]` marker is never a value again), at least 8 characters.
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,100})[\"']?[ \t]*(?::=|=|:)[ \t]*(?P<quote>[\"'`]?)"
+    r"(?<![A-Za-z0-9_.\-/\\])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,100})[\"']?[ \t]*(?::=|=|:)[ \t]*(?P<quote>[\"'`]?)"
     r"(?P<value>[^\s\"'`,;()\[\]{}<>]{8,})"
 )
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -123,8 +124,14 @@ def _secret_assignment(match: re.Match[str]) -> bool:
     value = match.group("value")
     if len(set(value)) < 4 or value.startswith(("$", "%", "&", "*", "@", "!", "~")):
         return False  # a placeholder (xxxxxxxx), a reference ($TOKEN, %KEY%), an anchor
+    if _ENV_NAME.fullmatch(value):
+        return False  # the name of a variable (`apiKeyEnv: "OPENAI_API_KEY"`), not its value
+    digit = any(c.isdigit() for c in value)
     # Unquoted, a value is code (`API_KEY = settings.api_key`) unless it holds a digit: literals are quoted.
-    return bool(match.group("quote")) or any(c.isdigit() for c in value)
+    if not (match.group("quote") or digit):
+        return False
+    # A word (`token_type: "bearer_token"`) is not a secret; a digit or mixed case make one likely.
+    return digit or (value.lower() != value and value.upper() != value)
 
 
 def _occurrences(text: str, needles: Iterable[str], kind: str) -> list[tuple[int, int, str]]:

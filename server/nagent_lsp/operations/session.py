@@ -6,6 +6,8 @@ Plain Python: the LSP layer and the CLI both build one and feed it settings sour
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from nagent_lsp.config.settings import SettingError, Settings, load_settings
-from nagent_lsp.config.state_root import StateRoot, resolve_state_root
+from nagent_lsp.config.state_root import STATE_DIR, StateRoot, git_toplevel, resolve_state_root
 from nagent_lsp.core.secret_env import claim
 from nagent_lsp.store.root import ensure_root
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # built on first use, so a server or CLI that never needs the
 
     HistoryListener = Callable[[HistoryService, HistoryEvent], None]
 
+log = logging.getLogger("nagent_lsp")
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -89,7 +92,38 @@ class Session:
         """The one store of a state root (shared, so its run locks serialise every command on a file)."""
         from nagent_lsp.store.conversations import ConversationStore
 
-        return self._shared(self.conversation_stores, str(root), lambda: ConversationStore(root))
+        def make() -> ConversationStore:
+            # A repository's own `.nagent/` shares conversations through its manifest; a root the user set, a
+            # workspace's or ~/.nagent keeps today's local-only behaviour.
+            top = git_toplevel(str(root.parent)) if root.name == STATE_DIR and not self.settings.stateRoot else None
+            repository = root.parent if top is not None and Path(top) == root.parent else None
+            return ConversationStore(
+                root,
+                repository=repository,
+                share=lambda: self.settings.conversation.share,
+                former_names=self._former_names,
+            )
+
+        return self._shared(self.conversation_stores, str(root), make)
+
+    def _former_names(self, path: Path) -> list[str]:
+        """Every repository-relative name git's history gives the file at `path` (the first page follows renames,
+        or the index once built), for the conversation store's manifest lookup: how a clone whose manifest names
+        `calc.py` finds the conversation of `calc2.py`. [] when git cannot tell (the file gets a new conversation).
+        The store asks only for a file its caller already confined to the read rules."""
+        top = git_toplevel(str(path.parent))
+        if top is None:
+            return []
+        root = Path(os.path.realpath(top))
+        try:
+            rel = Path(os.path.realpath(path)).relative_to(root).as_posix()
+            service = self.history_service(root, self.state_dir(path, "cache"))
+            service.prepare(False)  # a persisted index if there is one; never a full build just for this
+            entry = service.entry(rel, self.settings.history)
+        except (ValueError, OSError, RuntimeError) as exc:  # GitError is a RuntimeError
+            log.warning("cannot follow git renames of %s to find its conversation: %s", path, exc)
+            return []
+        return [] if entry is None else sorted(os.fsdecode(name) for name in entry.names)
 
     def proposal_index(self, root: Path) -> ProposalIndex:
         """The one index of a state root's pending proposals (store/proposals.py), loaded on first use."""

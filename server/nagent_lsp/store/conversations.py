@@ -4,9 +4,19 @@
 
     {"by_file_id": {"<dev>:<ino>": {"file_id": "<dev>:<ino>", "path": "/abs/path", "conversation": "<name>"}}}
 
+That index is this user's alone (absolute paths, device numbers): the state root's `.gitignore` keeps it out of
+git. In a repository, the committed `manifest.json` (store/conversation_manifest.py) maps repository-relative paths
+to the same conversation names, so another clone finds them (issue 28).
+
 Resolution: the entry under the file's current id (a rename: same inode, new path → path updated), else an
-entry whose path is this path (save-by-replace: new inode, same path → re-keyed), else a new
-`{slug(stem)}-{uuid4}` conversation. Buffers with no file yet are keyed `"uri:<uri>"` until saved.
+entry whose path is this path (save-by-replace: new inode, same path → re-keyed), else the manifest's entry for the
+file's repository-relative path, else the manifest's entry for a path git says this file was renamed from (the
+`former_names` hook: the history index), else a new `{slug(stem)}-{uuid4}` conversation — in the committed folder
+(and the manifest) or, with `conversation.share: "local"`, in `conversations/local/` (ignored by git). Buffers with
+no file yet are keyed `"uri:<uri>"` until saved. Entries of local conversations carry `"where": "local"`.
+
+A state root made before the manifest existed is migrated once (marked in the local index): every entry inside
+the repository whose conversation is in the committed folder is added to the manifest; the local index is kept.
 
 Every change re-reads the index under a lock (filelock on a sidecar file: other threads and other processes
 wait) and writes it atomically, so concurrent resolves never lose entries.
@@ -19,7 +29,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,12 +51,16 @@ from nagent_lsp.core.identity import (
     uri_to_path,
 )
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
+from nagent_lsp.store.conversation_manifest import MANIFEST_NAME, ConversationManifest, Files, valid_name, valid_rel
 
 log = logging.getLogger("nagent_lsp")
 
 T = TypeVar("T")
 INDEX_NAME = "file-index.json"
 SAVED_DIR = "saved"
+LOCAL_DIR = "local"  # conversations kept for this user only (`conversation.share: "local"`): ignored by git
+LOCAL = "local"  # an entry's "where" when its conversation is in LOCAL_DIR
+MIGRATED = "manifest_migrated"  # key of the local index document: the manifest was written from it once
 
 Entries = dict[str, dict[str, str]]
 
@@ -79,6 +93,17 @@ class FileIndex:
 
     def read(self) -> Entries:
         return self._load(repair=False)[1]
+
+    def flag(self, name: str) -> bool:
+        return bool(self._load(repair=False)[0].get(name))
+
+    def set_flag(self, name: str) -> None:
+        with self._locked():
+            document, entries = self._load(repair=True)
+            if not document.get(name):
+                document[name] = 1
+                document["by_file_id"] = entries
+                atomic_write_text(self.path, json.dumps(document, indent=2) + "\n")
 
     def modify(self, change: Callable[[Entries], T]) -> T:
         """Run `change` on freshly read entries under the lock; write back only if something changed."""
@@ -165,6 +190,8 @@ def _clean(raw: Any) -> Entries:
         if isinstance(path, str) and isinstance(conversation, str) and conversation:
             file_id = str(entry.get("file_id") or key)
             entries[str(key)] = {"file_id": file_id, "path": path, "conversation": conversation}
+            if entry.get("where") == LOCAL:
+                entries[str(key)]["where"] = LOCAL
     return entries
 
 
@@ -198,46 +225,92 @@ def _take_path_entry(entries: Entries, path: str) -> str | None:
     return found
 
 
-def _put(entries: Entries, key: str, path: str, conversation: str) -> dict[str, str]:
+def _put(entries: Entries, key: str, path: str, conversation: str, where: str = "") -> dict[str, str]:
     # Re-inserting moves the entry last: the latest claim on a path wins a later by-path lookup.
     entries.pop(key, None)
     entries[key] = {"file_id": key, "path": path, "conversation": conversation}
+    if where == LOCAL:
+        entries[key]["where"] = LOCAL
     return entries[key]
 
 
-class ConversationStore:
-    """Per-file conversations under `<state root>/conversations/`."""
+def _moved(entries: Entries, key: str, path: str) -> dict[str, str]:
+    """The entry under `key`, now at `path` (its conversation and folder kept)."""
+    entry = entries[key]
+    return _put(entries, key, path, entry["conversation"], entry.get("where", ""))
 
-    def __init__(self, state_root: Path):
+
+class ConversationStore:
+    """Per-file conversations under `<state root>/conversations/`.
+
+    `repository`: the work tree whose `.nagent/` this is (None outside git, or for a state root set by the user):
+    only then is there a manifest. `share()`: the `conversation.share` setting, read at each new conversation.
+    `former_names(path)`: the repository-relative paths git says the file had (renames), asked only when a file
+    has no local entry, its path is not in the manifest and the manifest names a path that no longer exists."""
+
+    def __init__(
+        self,
+        state_root: Path,
+        repository: Path | None = None,
+        share: Callable[[], str] | None = None,
+        former_names: Callable[[Path], Iterable[str]] | None = None,
+    ):
         self.state_root = Path(state_root)
         self.directory = self.state_root / "conversations"
+        self.local_directory = self.directory / LOCAL_DIR
         self.index = FileIndex(self.directory / INDEX_NAME)
+        self.repository = Path(os.path.realpath(repository)) if repository is not None else None
+        self.manifest = (
+            ConversationManifest(self.directory / MANIFEST_NAME, self.directory / f".{MANIFEST_NAME}.lock")
+            if repository is not None
+            else None
+        )
+        self.share = share or (lambda: "committed")
+        self.former_names = former_names
         self._async_locks: dict[str, asyncio.Lock] = {}
         self._async_guard = threading.Lock()
+        self._migrated = False
 
     # --- resolution ---------------------------------------------------------------------------
 
     def resolve(self, path_or_uri: Path | str) -> ConversationRef:
         """The conversation of a file (by path or `file:` URI) or of an unsaved buffer (any other URI)."""
         key, path, file_backed = self._identify(path_or_uri)
+        self._migrate_once()
+        rel = self._rel(path)
+        shared = self._shared_files()
+        former = self._former_path(key, path, rel, shared)
+        old_path = [""]
 
         def change(entries: Entries) -> dict[str, str]:
             entry = entries.get(key)
             if entry is not None:
                 if entry["path"] != path:  # renamed: same inode, new path
-                    entry = _put(entries, key, path, entry["conversation"])
+                    old_path[0] = entry["path"]
+                    entry = _moved(entries, key, path)
                 return entry
             previous = _take_path_entry(entries, path)
             if previous is not None and file_backed:
                 # Save-by-replace (same path, new inode), or the first save of a buffer keyed by its URI.
-                conversation = entries.pop(previous)["conversation"]
-                return _put(entries, key, path, conversation)
+                entry = entries.pop(previous)
+                return _put(entries, key, path, entry["conversation"], entry.get("where", ""))
             if previous is not None:
                 return entries[previous]  # the file is gone for now (deleted, mid-replace): keep its entry
+            for known in (rel, former):  # another clone's conversation: by this path, or by the path it had
+                name = shared.get(known) if known else None
+                if name is not None and self._shareable(name, known or ""):
+                    if known == former:
+                        old_path[0] = str(self.repository / former) if self.repository and former else ""
+                    return _put(entries, key, path, name)
             stem = Path(path).stem if file_backed or not looks_like_uri(path) else uri_stem(path)
-            return _put(entries, key, path, new_conversation_name(stem))
+            where = LOCAL if self.repository is not None and self.share() == "local" else ""
+            return _put(entries, key, path, new_conversation_name(stem), where)
 
-        return self._ref(self.index.modify(change))
+        entry = self.index.modify(change)
+        if entry.get("where") == LOCAL:
+            self.local_directory.mkdir(parents=True, exist_ok=True)  # an editor may create the file itself
+        self._publish(entry, old_path[0])
+        return self._ref(entry)
 
     def refs(self) -> list[ConversationRef]:
         refs = [self._ref(entry) for entry in self.index.read().values()]
@@ -266,19 +339,25 @@ class ConversationStore:
                     moved.append((key, str(new_path) + entry["path"][len(old_path.rstrip("/")) :]))
             changed = []
             for key, path in moved:
-                conversation = entries[key]["conversation"]
+                before = entries[key]
+                conversation, where = before["conversation"], before.get("where", "")
+                olds.append(before["path"])
                 try:
                     new_key = file_id_for(path) if Path(path).is_file() else key
                 except OSError:
                     new_key = key
-                if new_key != key and new_key in entries and self._has_content(entries[new_key]["conversation"]):
+                if new_key != key and new_key in entries and self._has_content(entries[new_key]):
                     # The new file already has a conversation with content: keep it, only fix this path.
                     new_key = key
                 entries.pop(key)
-                changed.append(_put(entries, new_key, path, conversation))
+                changed.append(_put(entries, new_key, path, conversation, where))
             return changed
 
-        return [self._ref(entry) for entry in self.index.modify(change)]
+        olds: list[str] = []
+        changed = self.index.modify(change)
+        for old_entry_path, entry in zip(olds, changed, strict=True):
+            self._publish(entry, old_entry_path)
+        return [self._ref(entry) for entry in changed]
 
     # --- conversation files -------------------------------------------------------------------
 
@@ -371,11 +450,120 @@ class ConversationStore:
 
     def _ref(self, entry: dict[str, str]) -> ConversationRef:
         # Only a plain name is trusted from the index: a hand-edited entry cannot point elsewhere.
-        name = Path(entry["conversation"]).name
-        return ConversationRef(entry["file_id"], entry["path"], self.directory / name)
+        return ConversationRef(entry["file_id"], entry["path"], self._conversation_path(entry))
 
-    def _has_content(self, conversation: str) -> bool:
+    def _conversation_path(self, entry: dict[str, str]) -> Path:
+        folder = self.local_directory if entry.get("where") == LOCAL else self.directory
+        return folder / Path(entry["conversation"]).name
+
+    def _has_content(self, entry: dict[str, str]) -> bool:
         try:
-            return (self.directory / Path(conversation).name).stat().st_size > 0
+            return self._conversation_path(entry).stat().st_size > 0
         except OSError:
             return False
+
+    # --- the manifest (a repository's state root only) --------------------------------------------
+
+    def _rel(self, path: str) -> str | None:
+        """`path` relative to the repository, POSIX; None outside it, for a URI, or inside `.git`/the state root."""
+        if self.repository is None or looks_like_uri(path):
+            return None
+        try:
+            rel = Path(path).relative_to(self.repository).as_posix()
+        except ValueError:
+            return None
+        if not valid_rel(rel) or rel.split("/")[0] == self.state_root.name:
+            return None
+        return rel
+
+    def _shared_files(self) -> Files:
+        if self.manifest is None:
+            return {}
+        return self.manifest.read() or {}
+
+    def _former_path(self, key: str, path: str, rel: str | None, shared: Files) -> str | None:
+        """The manifest path this file had before git renamed it, when nothing else knows the file. Asked outside
+        the index lock: git may take a moment."""
+        if rel is None or rel in shared or self.former_names is None or self.repository is None:
+            return None
+        entries = self.index.read()
+        if key in entries or _take_path_entry(entries, path) is not None:
+            return None
+        orphans = [r for r in shared if not os.path.lexists(self.repository / r)]
+        if not orphans:
+            return None  # every path the manifest names is still there: nothing was renamed to this one
+        names = set(self.former_names(Path(path)))
+        found = sorted(r for r in orphans if r in names)
+        return found[0] if found else None
+
+    def _shareable(self, name: str, rel: str) -> bool:
+        """A manifest's conversation is used only if it is a plain file (or not there yet) directly in this
+        folder: a committed link (to /etc/passwd, to another user's file) is refused, with a message."""
+        target = self.directory / name
+        problem = ""
+        if not valid_name(name):
+            problem = "is not a conversation name"
+        elif self.directory.is_symlink() or os.path.realpath(self.directory) != os.path.join(
+            os.path.realpath(self.state_root), self.directory.name
+        ):
+            problem = f"is in {self.directory}, which leads out of {self.state_root}"
+        elif target.is_symlink():
+            problem = "is a symbolic link"
+        elif target.exists() and not target.is_file():
+            problem = "is not a regular file"
+        if problem:
+            log.warning(
+                "%s: the conversation %s for %s %s; not followed, %s gets a new conversation",
+                self.directory / MANIFEST_NAME,
+                name,
+                rel,
+                problem,
+                rel,
+            )
+            return False
+        return True
+
+    def _publish(self, entry: dict[str, str], old_path: str = "") -> None:
+        """Keep the manifest in step with a committed conversation: add its path when missing, and move the entry
+        of a path it no longer has (renamed here, or a rename git showed). Never replaces another conversation."""
+        if self.manifest is None or self.repository is None or entry.get("where") == LOCAL:
+            return
+        rel, conversation = self._rel(entry["path"]), entry["conversation"]
+        old_rel = self._rel(old_path) if old_path and old_path != entry["path"] else None
+        if rel is None or not valid_name(conversation):
+            return
+
+        def stale(files: Files) -> bool:
+            return bool(old_rel) and files.get(old_rel or "") == conversation and not os.path.lexists(old_path)
+
+        def change(files: Files) -> None:
+            if stale(files):
+                del files[old_rel or ""]
+            files.setdefault(rel, conversation)
+
+        current = self.manifest.read()
+        if current is not None and (rel not in current or stale(current)):
+            self.manifest.modify(change)
+
+    def _migrate_once(self) -> None:
+        """A state root from before the manifest: its committed conversations inside the repository are added to
+        the manifest, once per local index (marked in it); nothing is removed, the local index stays."""
+        if self._migrated or self.manifest is None or self.repository is None:
+            return
+        self._migrated = True
+        if not self.index.path.exists() or self.index.flag(MIGRATED):
+            return
+        found: Files = {}
+        for entry in self.index.read().values():
+            rel = self._rel(entry["path"])
+            if rel is not None and entry.get("where") != LOCAL and valid_name(entry["conversation"]):
+                found.setdefault(rel, entry["conversation"])
+        if found and self.manifest.read() is not None:
+
+            def change(files: Files) -> None:
+                for rel, name in found.items():
+                    files.setdefault(rel, name)
+
+            self.manifest.modify(change)
+            log.info("migrated %d conversation(s) of %s into %s", len(found), self.index.path, self.manifest.path)
+        self.index.set_flag(MIGRATED)

@@ -5,7 +5,9 @@ What the server keeps for this user alone is ignored: `cache/` (history index, s
 proposal another clone brings is ignored anyway), `outputs/` (shell output spilled from runs, which may hold
 anything a command printed), `patches/` (the diffs of applied changes) and `secret` (the per-user key, when the
 state root is `~/.nagent`). Conversations, agents, recipes and `config.json` are the user's data and may be
-committed.
+committed — but of `conversations/`, only the conversations and `manifest.json` (repository-relative path →
+conversation, how a clone finds them): the file index (`file-index.json`: device:inode and absolute paths, this
+machine's), the lock and temp files beside it and `conversations/local/` (`conversation.share: "local"`) are ignored.
 
 The `.gitignore` the server writes starts with `MARKER`. A root made by an older server has the old two-line file
 (`LEGACY`): both are ours, and only the lines missing from them are appended (anything the user added stays).
@@ -26,7 +28,15 @@ from nagent_lsp.store.files import read_regular_bytes
 MARKER = "# Written by nagent-lsp: per-user state, not committed (nagent-lsp appends lines it needs later)."
 # `secret`: where the state root is ~/.nagent (no repository), the per-user secret (store/provenance.py) sits in
 # it; a dotfiles repository must not commit it.
-IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret", "txn/")
+# The per-user side of conversations (issue 28): the local index (and its corrupt-file backups), its lock and temp
+# files, the manifest's lock, and the conversations kept local.
+CONVERSATIONS_LOCAL = (
+    "conversations/file-index.json*",
+    "conversations/.file-index.json*",
+    "conversations/.manifest.json.*",
+    "conversations/local/",
+)
+IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret", "txn/", *CONVERSATIONS_LOCAL)
 GITIGNORE = MARKER + "\n" + "".join(f"{line}\n" for line in IGNORED)
 LEGACY = "cache/\nsplits/\n"  # what servers wrote before the marker
 GITIGNORE_MAX_BYTES = 1 << 20

@@ -394,7 +394,7 @@ def test_the_state_roots_gitignore(tmp_path: Path) -> None:
     assert (fresh / ".gitignore").read_text() == GITIGNORE
     for line in ("proposals/", "outputs/", "patches/", "cache/", "splits/", "secret", "txn/"):
         assert line in GITIGNORE.splitlines()
-    assert "conversations/" not in GITIGNORE
+    assert "conversations/" not in GITIGNORE.splitlines()  # only its per-user files are (issue 28)
     older = tmp_path / "older" / ".nagent"
     older.mkdir(parents=True)
     (older / ".gitignore").write_text(LEGACY)
@@ -407,6 +407,10 @@ def test_the_state_roots_gitignore(tmp_path: Path) -> None:
         "patches/",
         "secret",
         "txn/",
+        "conversations/file-index.json*",
+        "conversations/.file-index.json*",
+        "conversations/.manifest.json.*",
+        "conversations/local/",
     ]
     added = tmp_path / "added" / ".nagent"
     added.mkdir(parents=True)

@@ -16,7 +16,7 @@ import pytest
 from nagent_lsp.text.secrets import denied_strings, find_secrets, redact_secrets
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo, git, git_env
-from tests.harness.lsp import MODEL_KEY
+from tests.harness.lsp import MODEL_KEY, open_editor, wait_until
 from tests.test_cli import cli
 
 CALC = "def add(a, b):\n    return a + b\n"
@@ -146,6 +146,34 @@ async def test_server_redacts_secrets_before_writing_a_shared_conversation(
     assert ".env" not in staged
     for secret in SECRETS:
         assert git_grep_cached(work, secret) == "", secret
+
+
+async def test_a_denyread_file_a_command_printed_is_redacted_in_the_shared_conversation(
+    tmp_path, isolated_home, fake_model, model_env
+) -> None:
+    """The read rules keep `.env` from the model's reads, but a shell command can print it: its lines (and their
+    values, though no key-like name holds them) never reach the committed conversation."""
+    database_url = "postgres://app:pw9Xk2@db.internal/prod"  # DATABASE_URL is not a key-like name
+    remote = published(tmp_path, {"calc.py": CALC, ".gitignore": ".env\n"})
+    work = clone(remote, tmp_path / "work")
+    (work / ".env").write_text(f"DATABASE_URL={database_url}\n", encoding="utf-8")
+    config = isolated_home / ".nagent" / "config.json"
+    config.write_text(json.dumps({"shell": "allow", "history": {"summarize": False}}), encoding="utf-8")
+    fake_model.script(
+        text("<nagent-shell>cat .env; echo; echo url=$(cut -d= -f2- .env)</nagent-shell>"),
+        text("<nagent-response>looked</nagent-response>"),
+    )
+    target = work / "calc.py"
+    async with open_editor("neovim", work, isolated_home, env=model_env) as editor:
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "show the settings"})
+        assert await wait_until(lambda: any("redacted" in m.message for m in editor.client.log_messages))
+        logged = [m.message for m in editor.client.log_messages if "redacted" in m.message]
+    assert len(logged) == 1 and "denyRead content" in logged[0] and "pw9Xk2" not in logged[0], logged
+    conversation = conversation_of(result).read_text(encoding="utf-8")
+    shell_result = conversation.rsplit("<nagent-shell-result>", 1)[1]
+    assert shell_result.count("[redacted: denyRead content]") == 2, shell_result  # the line, then the value
+    assert database_url not in conversation and "pw9Xk2" not in conversation
 
 
 def git_grep_cached(repo: Path, needle: str) -> str:

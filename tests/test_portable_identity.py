@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from nagent_lsp.config.settings import load_settings
+from nagent_lsp.store.conversation_manifest import ManifestError, parse
 from nagent_lsp.store.root import GITIGNORE, LEGACY
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo, git, git_env
@@ -251,3 +253,42 @@ async def test_a_manifest_naming_a_committed_link_out_is_not_followed(tmp_path, 
     assert "OUTSIDE-SECRET" not in sent(fake_model)
     assert secret.read_text() == "OUTSIDE-SECRET\n"
     assert manifest(ws) == {"calc.py": name}  # the stranger's entry is left for the user to see, not replaced
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "not json",
+        "[]",
+        '{"files": {}}',
+        '{"version": 2, "files": {}}',
+        '{"version": 1, "files": []}',
+        '{"version": 1, "files": {}, "hooks": "rm -rf ~"}',
+        '{"version": 1, "files": {"a/../../x.py": "x-1"}}',
+        '{"version": 1, "files": {".git/config": "x-1"}}',
+        '{"version": 1, "files": {"a.py": "saved"}}',
+        '{"version": 1, "files": {"a.py": "sub/x-1"}}',
+        '{"version": 1, "files": {"a.py": 7}}',
+    ],
+)
+def test_the_manifest_is_parsed_strictly(document: str, tmp_path: Path) -> None:
+    where = tmp_path / "manifest.json"
+    with pytest.raises(ManifestError, match=re.escape(str(where))):
+        parse(document.encode(), where)
+
+
+def test_a_repository_may_keep_conversations_local_but_not_share_yours(isolated_home: Path, tmp_path: Path) -> None:
+    repo_config = tmp_path / "config.json"
+    repo_config.write_text('{"conversation": {"share": "local"}}')
+    assert load_settings(repo_config=repo_config).settings.conversation.share == "local"
+    (isolated_home / ".nagent").mkdir()
+    (isolated_home / ".nagent" / "config.json").write_text('{"conversation": {"share": "local"}}')
+    repo_config.write_text('{"conversation": {"share": "committed"}}')
+    resolved = load_settings(repo_config=repo_config)
+    assert resolved.settings.conversation.share == "local"
+    assert [p for p in resolved.problems if "conversation.share" in str(p)]
+
+
+def test_a_well_formed_manifest_is_read(tmp_path: Path) -> None:
+    document = '{"version": 1, "files": {"src/calc.py": "calc-1", "README.md": "readme-2.md"}}'
+    assert parse(document.encode(), tmp_path / "manifest.json") == {"src/calc.py": "calc-1", "README.md": "readme-2.md"}

@@ -157,10 +157,12 @@ async def test_a_denyread_file_a_command_printed_is_redacted_in_the_shared_conve
     remote = published(tmp_path, {"calc.py": CALC, ".gitignore": ".env\n"})
     work = clone(remote, tmp_path / "work")
     (work / ".env").write_text(f"DATABASE_URL={database_url}\n", encoding="utf-8")
+    (work / "deploy.cfg").write_text("host prod.internal via bastion-7Qz\n", encoding="utf-8")  # denyRead: yours
     config = isolated_home / ".nagent" / "config.json"
-    config.write_text(json.dumps({"shell": "allow", "history": {"summarize": False}}), encoding="utf-8")
+    settings = {"shell": "allow", "denyRead": [".env", "deploy.cfg"], "history": {"summarize": False}}
+    config.write_text(json.dumps(settings), encoding="utf-8")
     fake_model.script(
-        text("<nagent-shell>cat .env; echo; echo url=$(cut -d= -f2- .env)</nagent-shell>"),
+        text("<nagent-shell>cat .env; echo; echo url=$(cut -d= -f2- .env); cat deploy.cfg</nagent-shell>"),
         text("<nagent-response>looked</nagent-response>"),
     )
     target = work / "calc.py"
@@ -172,8 +174,8 @@ async def test_a_denyread_file_a_command_printed_is_redacted_in_the_shared_conve
     assert len(logged) == 1 and "denyRead content" in logged[0] and "pw9Xk2" not in logged[0], logged
     conversation = conversation_of(result).read_text(encoding="utf-8")
     shell_result = conversation.rsplit("<nagent-shell-result>", 1)[1]
-    assert shell_result.count("[redacted: denyRead content]") == 2, shell_result  # the line, then the value
-    assert database_url not in conversation and "pw9Xk2" not in conversation
+    assert shell_result.count("[redacted: denyRead content]") == 3, shell_result  # the line, the value, deploy.cfg
+    assert database_url not in conversation and "pw9Xk2" not in conversation and "bastion-7Qz" not in conversation
 
 
 def git_grep_cached(repo: Path, needle: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nagent_lsp.agent.shared_conversations import SecretGuard
+from nagent_lsp.config.settings import DEFAULT_DENY_READ
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.store.atomic import atomic_write_bytes
 from nagent_lsp.store.conversations import append_conversation
@@ -19,11 +20,14 @@ from nagent_lsp.tags.transcript import INITIAL_CONTEXT, set_initial_context
 
 
 class ConversationFile:
-    def __init__(self, path: Path, text: str, secrets: tuple[str, ...] = ()):
+    def __init__(
+        self, path: Path, text: str, secrets: tuple[str, ...] = (), deny_read: tuple[str, ...] = DEFAULT_DENY_READ
+    ):
         self.path = path
         self._text = text
         self.secrets = secrets  # never written: a read or a result that holds one gets it redacted
-        self.guard = SecretGuard(path, secrets)  # a conversation git shares gets every secret redacted (issue 28)
+        # A conversation git shares gets every secret redacted before it is written (issue 28).
+        self.guard = SecretGuard(path, secrets, deny_read)
         self._disk_size: int | None = (
             None  # bytes on disk when they are exactly `text` (as last written); None: unknown
         )
@@ -40,11 +44,17 @@ class ConversationFile:
         self._disk_size = None  # the disk no longer holds this text: the next save rewrites it whole
 
     @classmethod
-    def open(cls, path: Path, port: EditorPort | None = None, secrets: tuple[str, ...] = ()) -> ConversationFile:
+    def open(
+        cls,
+        path: Path,
+        port: EditorPort | None = None,
+        secrets: tuple[str, ...] = (),
+        deny_read: tuple[str, ...] = DEFAULT_DENY_READ,
+    ) -> ConversationFile:
         """The user's latest words win: an open buffer (unsaved edits included) over the file on disk."""
         buffer = port.read_buffer(path) if port is not None else None
         text = buffer.text if buffer is not None else read_disk_text(path)
-        convo = cls(path, text, tuple(s for s in secrets if s))
+        convo = cls(path, text, tuple(s for s in secrets if s), deny_read)
         if buffer is None:
             convo._disk_size = len(text.encode("utf-8")) if path.exists() else None
         return convo

@@ -261,7 +261,7 @@ async def run_child(parent: EditSession, action: Conversation, memory: Memory | 
         return render_result("conversation", attrs, body)
     conversations = parent.conversations_dir or (parent.state_root / "conversations")
     name = slug(action.conversation_file) if action.conversation_file else f"child-{uuid.uuid4()}"
-    convo = ConversationFile.open(conversations / name, secrets=parent.secrets)
+    convo = ConversationFile.open(conversations / name, secrets=parent.secrets, deny_read=parent.settings.denyRead)
     if action.conversation_name:
         saved = conversations / "saved" / slug(action.conversation_name)
         if not saved.is_file():

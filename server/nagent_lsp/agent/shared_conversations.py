@@ -38,7 +38,7 @@ SKIPPED_DIRS = frozenset({".git", ".nagent", "node_modules", ".venv", "venv", "_
 DENIED_FRESH_SECONDS = 30.0  # a walk's findings serve the conversations written meanwhile (apply, review, children)
 
 _shared_cache: dict[Path, bool] = {}
-_denied_cache: dict[Path, tuple[float, tuple[str, ...]]] = {}
+_denied_cache: dict[tuple[Path, tuple[str, ...]], tuple[float, tuple[str, ...]]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -79,17 +79,17 @@ def _ignored(top: Path, conversation: Path) -> bool:
     return bool(out) and source != b"::" and not source.split(b":")[-1].startswith(b"!")
 
 
-def denied_in(top: Path) -> tuple[str, ...]:
+def denied_in(top: Path, globs: tuple[str, ...] = DEFAULT_DENY_READ) -> tuple[str, ...]:
     """`denied_strings` of the work tree's denyRead files, walked again at most every DENIED_FRESH_SECONDS (a run
     opens the same conversation several times; each must not walk the repository)."""
     now = time.monotonic()
     with _cache_lock:
-        cached = _denied_cache.get(top)
+        cached = _denied_cache.get((top, globs))
     if cached is not None and now - cached[0] < DENIED_FRESH_SECONDS:
         return cached[1]
-    strings = denied_strings(denied_contents(top))
+    strings = denied_strings(denied_contents(top, globs))
     with _cache_lock:
-        _denied_cache[top] = (now, strings)
+        _denied_cache[(top, globs)] = (now, strings)
     return strings
 
 
@@ -140,9 +140,12 @@ def _merge_as_text(conversation: Path) -> None:
 class SecretGuard:
     """What one conversation file's writes pass through: finds and redacts, logs once per conversation."""
 
-    def __init__(self, conversation: Path, held: Iterable[str] = ()):
+    def __init__(
+        self, conversation: Path, held: Iterable[str] = (), deny_read: Iterable[str] = DEFAULT_DENY_READ
+    ) -> None:
         self.conversation = conversation
         self._held = tuple(held)
+        self._deny_read = tuple(deny_read)  # the session's denyRead globs (the user's additions included)
         self._denied: tuple[str, ...] | None = None
         self._shared: bool | None = None
         self._logged = False
@@ -161,7 +164,7 @@ class SecretGuard:
             return text
         if self._denied is None:
             top = repository_of(self.conversation)
-            self._denied = denied_in(top) if top is not None else ()
+            self._denied = denied_in(top, self._deny_read) if top is not None else ()
         cleaned, findings = redact_secrets(text, (*self._held, *held_values()), self._denied)
         if findings:
             self._report(findings)

@@ -164,7 +164,7 @@ async def _run(
     base_text, base_version = base.text, base.version
     folders = list(rules.folders)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))
-    convo = ConversationFile.open(ref.conversation_path, port, secrets)
+    convo = ConversationFile.open(ref.conversation_path, port, secrets, deny_read=settings.denyRead)
     team_rules = rules_context(session, path)  # AGENTS.md & co. (agent.rules_files), read once per run
 
     def context_for(conversation: str, invocation: str, with_target: bool = True) -> str:

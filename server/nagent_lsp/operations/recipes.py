@@ -156,7 +156,7 @@ async def _run(
     rules = read_rules(session, path)
     base = await read_source_async(port, path, rules)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))
-    convo = ConversationFile.open(ref.conversation_path, port, secrets)
+    convo = ConversationFile.open(ref.conversation_path, port, secrets, deny_read=settings.denyRead)
     run = RecipeRun(
         recipe=recipe,
         values=await _reserved(session, recipe, path, base.text, args, request),

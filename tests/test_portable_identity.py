@@ -292,3 +292,19 @@ def test_a_repository_may_keep_conversations_local_but_not_share_yours(isolated_
 def test_a_well_formed_manifest_is_read(tmp_path: Path) -> None:
     document = '{"version": 1, "files": {"src/calc.py": "calc-1", "README.md": "readme-2.md"}}'
     assert parse(document.encode(), tmp_path / "manifest.json") == {"src/calc.py": "calc-1", "README.md": "readme-2.md"}
+
+
+@pytest.mark.parametrize("link", [".nagent", ".nagent/conversations"])
+async def test_a_committed_link_for_the_state_folders_is_not_written_through(link, tmp_path, editors) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    a, remote = published(tmp_path)
+    (a / link).parent.mkdir(parents=True, exist_ok=True)
+    (a / link).symlink_to(outside, target_is_directory=True)
+    commit_all(a, "a folder link out", link)
+    ws = clone(remote, tmp_path / "ws")
+    assert (ws / link).is_symlink()
+    async with editors.open("vscode", ws) as editor:
+        error = await editor.command_error("nagent.conversation.open", {"uri": editor.uri(ws / "calc.py")})
+    assert "a link in the repository; conversations are not written through it" in str(error)
+    assert [p.name for p in outside.rglob("*") if p.is_file()] == []

@@ -276,6 +276,7 @@ class ConversationStore:
     def resolve(self, path_or_uri: Path | str) -> ConversationRef:
         """The conversation of a file (by path or `file:` URI) or of an unsaved buffer (any other URI)."""
         key, path, file_backed = self._identify(path_or_uri)
+        self._check_confined()
         self._migrate_once()
         rel = self._rel(path)
         shared = self._shared_files()
@@ -326,6 +327,7 @@ class ConversationStore:
         old_local = _local_path(old)
         old_is_uri = old_local is None
         old_path = "" if old_local is None else str(normalise(old_local))
+        self._check_confined()
 
         def change(entries: Entries) -> list[dict[str, str]]:
             moved: list[tuple[str, str]] = []  # (key, new path)
@@ -464,6 +466,18 @@ class ConversationStore:
 
     # --- the manifest (a repository's state root only) --------------------------------------------
 
+    def _check_confined(self) -> None:
+        """A repository's `.nagent/` or `conversations/` may be a link its author committed (to ~/.ssh, to another
+        checkout): nothing is written through one that leads out of the repository."""
+        if self.repository is None:
+            return
+        real = Path(os.path.realpath(self.directory))
+        if real != self.repository / self.state_root.name / self.directory.name:
+            raise ConversationError(
+                f"{self.directory} leads to {real}, outside {self.repository}: a link in the repository; "
+                "conversations are not written through it"
+            )
+
     def _rel(self, path: str) -> str | None:
         """`path` relative to the repository, POSIX; None outside it, for a URI, or inside `.git`/the state root."""
         if self.repository is None or looks_like_uri(path):
@@ -503,10 +517,6 @@ class ConversationStore:
         problem = ""
         if not valid_name(name):
             problem = "is not a conversation name"
-        elif self.directory.is_symlink() or os.path.realpath(self.directory) != os.path.join(
-            os.path.realpath(self.state_root), self.directory.name
-        ):
-            problem = f"is in {self.directory}, which leads out of {self.state_root}"
         elif target.is_symlink():
             problem = "is a symbolic link"
         elif target.exists() and not target.is_file():

@@ -19,6 +19,7 @@ import pytest
 
 from nagent_lsp.config.settings import load_settings
 from nagent_lsp.store.conversation_manifest import ManifestError, parse
+from nagent_lsp.store.conversations import ConversationStore
 from nagent_lsp.store.root import GITIGNORE, LEGACY
 from tests.harness.fake_openai import text
 from tests.harness.gitrepo import Commit, build_repo, git, git_env
@@ -308,3 +309,16 @@ async def test_a_committed_link_for_the_state_folders_is_not_written_through(lin
         error = await editor.command_error("nagent.conversation.open", {"uri": editor.uri(ws / "calc.py")})
     assert "a link in the repository; conversations are not written through it" in str(error)
     assert [p.name for p in outside.rglob("*") if p.is_file()] == []
+
+
+def test_renames_on_this_machine_move_the_manifest_entry(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    build_repo(repo, [Commit("init", {"calc.py": CALC, "lib/util.py": "u = 1\n"})])
+    store = ConversationStore(repo / ".nagent", repository=repo)
+    calc, util = store.resolve(repo / "calc.py"), store.resolve(repo / "lib" / "util.py")
+    assert manifest(repo) == {"calc.py": calc.conversation, "lib/util.py": util.conversation}
+    os.rename(repo / "calc.py", repo / "calc2.py")  # same inode: found by the local index, the manifest follows
+    assert store.resolve(repo / "calc2.py").conversation == calc.conversation
+    os.rename(repo / "lib", repo / "src")  # a folder, as workspace/didRenameFiles reports it
+    store.rename(repo / "lib", repo / "src")
+    assert manifest(repo) == {"calc2.py": calc.conversation, "src/util.py": util.conversation}

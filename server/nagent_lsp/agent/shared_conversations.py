@@ -35,9 +35,11 @@ MAX_DENIED_FILE_BYTES = 256 * 1024
 # Folders never searched for denyRead files: git's, the state root, and the usual dependency trees.
 SKIPPED_DIRS = frozenset({".git", ".nagent", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"})
 
-DENIED_FRESH_SECONDS = 30.0  # a walk's findings serve the conversations written meanwhile (apply, review, children)
+# A walk's findings, and git's answer on a folder, serve the conversations written meanwhile (apply, review,
+# sub-conversations); a `.env` or a `.gitignore` changed mid-session is seen within this time.
+FRESH_SECONDS = 30.0
 
-_shared_cache: dict[Path, bool] = {}
+_shared_cache: dict[Path, tuple[float, bool]] = {}
 _denied_cache: dict[tuple[Path, tuple[str, ...]], tuple[float, tuple[str, ...]]] = {}
 _cache_lock = threading.Lock()
 
@@ -48,17 +50,18 @@ def repository_of(path: Path) -> Path | None:
 
 
 def is_shared(conversation: Path) -> bool:
-    """Whether git would pick up this conversation file: inside a work tree, not ignored. Asked once per folder
-    per process (a `.gitignore` edited mid-session is seen after a restart); when git cannot answer, shared."""
+    """Whether git would pick up this conversation file: inside a work tree, not ignored. Git is asked at most
+    every FRESH_SECONDS per folder; when it cannot answer, shared."""
     folder = conversation.parent
+    now = time.monotonic()
     with _cache_lock:
         cached = _shared_cache.get(folder)
-    if cached is not None:
-        return cached
+    if cached is not None and now - cached[0] < FRESH_SECONDS:
+        return cached[1]
     top = repository_of(conversation)
     shared = top is not None and not _ignored(top, conversation)
     with _cache_lock:
-        _shared_cache[folder] = shared
+        _shared_cache[folder] = (now, shared)
     return shared
 
 
@@ -80,12 +83,12 @@ def _ignored(top: Path, conversation: Path) -> bool:
 
 
 def denied_in(top: Path, globs: tuple[str, ...] = DEFAULT_DENY_READ) -> tuple[str, ...]:
-    """`denied_strings` of the work tree's denyRead files, walked again at most every DENIED_FRESH_SECONDS (a run
+    """`denied_strings` of the work tree's denyRead files, walked again at most every FRESH_SECONDS (a run
     opens the same conversation several times; each must not walk the repository)."""
     now = time.monotonic()
     with _cache_lock:
         cached = _denied_cache.get((top, globs))
-    if cached is not None and now - cached[0] < DENIED_FRESH_SECONDS:
+    if cached is not None and now - cached[0] < FRESH_SECONDS:
         return cached[1]
     strings = denied_strings(denied_contents(top, globs))
     with _cache_lock:

@@ -34,8 +34,35 @@ const SERVER_DEFAULTS: Record<string, unknown> = {
   models: {},
   summaryModel: '',
   writeScope: 'workspace',
-  denyWrite: ['.git/**', '.nagent/**', '.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
+  denyWrite: ['.git', '.git/**', '.gitattributes', '.gitmodules', '.nagent/**', '.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
+  reviewAlways: [
+    '.githooks/**',
+    '.husky/**',
+    '.pre-commit-config.yaml',
+    'lefthook.yml',
+    '.lefthook.yml',
+    '.vscode/tasks.json',
+    '.vscode/launch.json',
+    '.vscode/settings.json',
+    '.devcontainer/**',
+    '.idea/**',
+    '.envrc',
+    '.dir-locals.el',
+    '.nvim.lua',
+    '.nvimrc',
+    '.exrc',
+    '.helix/**',
+    '.zed/**',
+    '.github/workflows/**',
+    '.gitlab-ci.yml',
+    '*.pth',
+  ],
   'conversation.tokenBudget': 60000,
+  'conversation.share': 'committed',
+  'rulesFiles.agentsMd': true,
+  'rulesFiles.claudeMd': true,
+  'rulesFiles.claudeRules': true,
+  'rulesFiles.copilot': true,
 };
 
 /** The server's "unset" (null) is contributed as "" (the Settings UI cannot edit a nullable string). */
@@ -75,7 +102,7 @@ test('contributed defaults agree with the real server (NAGENT_LSP_PYTHON)', (t) 
   const server = JSON.parse(out) as Record<string, unknown>;
   const flat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(server)) {
-    if (k === 'history' || k === 'conversation') for (const [hk, hv] of Object.entries(v as object)) flat[`${k}.${hk}`] = hv;
+    if (k === 'history' || k === 'conversation' || k === 'rulesFiles') for (const [hk, hv] of Object.entries(v as object)) flat[`${k}.${hk}`] = hv;
     else flat[k] = v;
   }
   assert.deepEqual(Object.keys(flat).sort(), serverSettingKeys().sort());

@@ -10,6 +10,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from nagent_lsp.agent.conversation_file import ConversationFile
+from nagent_lsp.config.convert import to_wire
 from nagent_lsp.core.model import Message, Usage
 from nagent_lsp.llm.tokens import Tokens
 from tests.harness.fake_openai import slow, text
@@ -25,7 +26,7 @@ def make_repo(workspace: Path) -> Path:
 def test_tokens_result_carries_cache_memory_and_cost() -> None:
     tokens = Tokens(price=(2.0, 8.0), memory_price=(1.0, 1.0))
     tokens.add(Usage(1000, 100, cache_read=600))
-    assert tokens.as_result() == {
+    assert to_wire(tokens.counts()) == {
         "input": 1000,
         "output": 100,
         "turns": 1,
@@ -34,10 +35,11 @@ def test_tokens_result_carries_cache_memory_and_cost() -> None:
         "cost": 0.0028,
     }
     tokens.add_memory(Usage(500, 50))
-    assert tokens.as_result()["memory"] == 550 and tokens.as_result()["cost"] == round(0.0028 + 550 / 1e6, 6)
+    counted = to_wire(tokens.counts())
+    assert counted["memory"] == 550 and counted["cost"] == round(0.0028 + 550 / 1e6, 6)
     unpriced = Tokens()
     unpriced.add(Usage(10, 1))
-    assert "cost" not in unpriced.as_result()
+    assert "cost" not in to_wire(unpriced.counts())
     cancelled = Tokens()
     cancelled.add_unanswered([Message("system", "x" * 6200)])
     assert cancelled.input == 1550 and cancelled.estimated

@@ -18,6 +18,11 @@ from nagent_lsp.store.conversations import append_conversation
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.tags.transcript import INITIAL_CONTEXT, set_initial_context
 
+SHARED_CONTEXT_NOTE = (
+    "(Rebuilt from this clone's files before every request and sent to the model then; not kept in a conversation "
+    "the repository shares, since it holds machine-specific paths and each user's own context.)"
+)
+
 
 class ConversationFile:
     def __init__(
@@ -96,7 +101,15 @@ class ConversationFile:
     def save(self) -> None:
         """Write the whole text atomically (temp file, fsync, rename)."""
         self._text = self.guard.clean(self._text)
-        data = self._text.encode("utf-8")
+        data = self.disk_text().encode("utf-8")
         atomic_write_bytes(self.path, data)
         self._disk_size = len(data)
         self.rewrites += 1
+
+    def disk_text(self) -> str:
+        """The text as it is written. A conversation git shares (issue 28) keeps a note in place of its initial
+        context: that block holds this clone's absolute paths and file id and the user's own context, it is rebuilt
+        from the files on every run anyway, and every clone rewriting it would make each run a change to merge."""
+        if not self.guard.shared or f"<{INITIAL_CONTEXT}>" not in self._text:
+            return self._text
+        return set_initial_context(self._text, SHARED_CONTEXT_NOTE)

@@ -142,7 +142,7 @@ class Memory:
         if not summary:
             log.warning("memory fold of %s: the summary model returned nothing", convo.path.name)
             return False
-        archived = archive_text(convo.path, convo.text)
+        archived = archive_text(convo.path, convo.disk_text())
         folded_tokens = estimate_tokens(history)
         turns = sum(1 for b in plan.folded if starts_turn(b))
         note = (

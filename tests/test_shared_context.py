@@ -45,3 +45,20 @@ async def test_a_local_conversation_keeps_its_context(workspace, isolated_home, 
     options = {"conversation": {"share": "local"}}
     stored, system = await run_once(workspace, isolated_home, fake_model, model_env, options)
     assert PERSONAL in system and PERSONAL in stored and SHARED_CONTEXT_NOTE not in stored
+
+
+async def test_blocks_in_other_files_conversations_name_files_relative_to_the_workspace(
+    workspace, isolated_home, fake_model, model_env
+) -> None:
+    build_repo(workspace, [Commit("calc", {"calc.py": CALC, "test_calc.py": "from calc import add\n"})])
+    write = '<nagent-write path="test_calc.py">\nfrom calc import add\n\n\nassert add(1, 2) == 3\n</nagent-write>'
+    fake_model.script(text(write), DONE)
+    async with open_editor("vscode", workspace, isolated_home, env=model_env) as editor:
+        target = workspace / "calc.py"
+        editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": editor.uri(target), "request": "test add"})
+        assert result["applied"] is True
+        other = await editor.command("nagent.conversation.open", {"uri": editor.uri(workspace / "test_calc.py")})
+    stored = Path(other["path"]).read_text(encoding="utf-8")
+    assert 'target="calc.py"' in stored and "a change to calc.py made in" in stored
+    assert str(workspace) not in stored  # nothing of this clone's location in what the repository shares

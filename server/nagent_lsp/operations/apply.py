@@ -107,7 +107,9 @@ async def record_in_other_conversations(
     state_root: Path,
 ) -> None:
     """DESIGN §9 "memory stays with each file": each changed file other than the target gets a block in its own
-    conversation (created if needed) — which conversation changed it, the request and the file's diff."""
+    conversation (created if needed) — which conversation changed it, the request and the file's diff. Paths are
+    named relative to the workspace, so a conversation the repository shares reads right in any clone (issue 28)."""
+    named = shown_path(state_root, target)
     for changed in files:
         if changed.path == target:
             continue
@@ -115,10 +117,10 @@ async def record_in_other_conversations(
             changed.base_text, changed.final_text, shown_path(state_root, changed.path), created=changed.created
         )
         body = (
-            f"{'Created' if changed.created else 'Changed'} as part of a change to {target} made in the conversation "
+            f"{'Created' if changed.created else 'Changed'} as part of a change to {named} made in the conversation "
             f"{conversation}, for the request:\n{request.strip()}\n\nThe diff of this file:\n{diff}"
         )
-        attrs_ = {"by_conversation": conversation, "target": str(target), "created": str(changed.created).lower()}
+        attrs_ = {"by_conversation": conversation, "target": named, "created": str(changed.created).lower()}
         await append_to_conversation_of(session, port, changed.path, render_block("nagent-change-result", body, attrs_))
 
 

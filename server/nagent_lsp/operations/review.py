@@ -701,6 +701,7 @@ async def _record_review(
 ) -> None:
     """The `<nagent-review-result>` block in the run's conversation: accepted hunks, and the rejected (and
     conflicting) ones with their text, so the next request knows what the user refused."""
+    root = session.state_root(confined.target).path  # paths named relative to it: shared conversations travel
     lines = [f"The user reviewed the change proposed for the request: {proposal.request.strip()}"]
     if accepted:
         lines.append(f"Accepted and applied: {', '.join(h.id for h in accepted)}.")
@@ -711,8 +712,8 @@ async def _record_review(
         for file, hunk in group:
             lines += [
                 "",
-                f"{title}: {hunk.id} in {file.path} (lines {_lines(hunk)} of the text the change was made "
-                "against).",
+                f"{title}: {hunk.id} in {shown_path(root, Path(file.path))} (lines {_lines(hunk)} of the text the "
+                "change was made against).",
                 "Proposed text:",
                 hunk.newText.rstrip("\n") or "(delete the lines)",
                 "Instead of:",

@@ -90,11 +90,13 @@ async def isolation_env(request: pytest.FixtureRequest, model_env: dict) -> dict
     return {**model_env, "NAGENT_LSP_SHELL_ISOLATION": "off"}
 
 
-def test_marker_scan_sees_a_marked_process(tmp_path: Path) -> None:
+async def test_marker_scan_sees_a_marked_process(tmp_path: Path) -> None:
     """The check the tests below rely on finds a living marked process, and stops finding it once it is dead."""
     with markers(1) as (name,):
         proc = subprocess.Popen(["sleep", "3600"], env={**os.environ, "MARK": name})
         try:
+            # Until the child has exec'd, /proc/<pid>/environ is still the parent's (no MARK): wait for the exec.
+            await wait_until(lambda: bool(marked(name)), timeout=GONE_GUARD)
             assert marked(name) == [proc.pid]
         finally:
             proc.kill()

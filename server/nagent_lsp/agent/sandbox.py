@@ -71,6 +71,17 @@ def denied_by(relative: PurePosixPath, globs: Iterable[str]) -> str | None:
     return None
 
 
+def denied_at_any_depth(relative: PurePosixPath, globs: Iterable[str]) -> str | None:
+    """`denied_by` on every tail of the path too, so a glob holds at any depth: `.git/**` is a nested repository's
+    `.git` as well (its hooks run code), `.git` a `.git` file in any folder. How denyWrite and reviewAlways match."""
+    globs = tuple(globs)
+    for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
+        glob = denied_by(tail, globs)
+        if glob is not None:
+            return glob
+    return None
+
+
 def _special(path: Path) -> bool:
     return any(path == root or root in path.parents for root in SPECIAL_ROOTS)
 

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from nagent_lsp.agent.changeset import WriteTarget
-from nagent_lsp.agent.sandbox import Refused, containing_folder, denied_by, resolve_in
+from nagent_lsp.agent.sandbox import Refused, containing_folder, denied_at_any_depth, denied_by, resolve_in
 from nagent_lsp.agent.splits import trusted_splits_of
 from nagent_lsp.core.identity import file_id_for
 from nagent_lsp.store.split_index import INDEX
@@ -96,11 +96,9 @@ def _workspace_write(session: EditSession, path_str: str) -> WriteTarget:
         if base is None:
             continue
         relative = PurePosixPath(candidate.relative_to(base).as_posix())
-        # Every tail of the path too: `.git/**` is a nested repository's `.git` as well (its hooks run code).
-        for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
-            glob = denied_by(tail, session.settings.denyWrite)
-            if glob is not None:
-                raise Refused(f"write not allowed: {path_str} matches the denyWrite pattern {glob!r}")
+        glob = denied_at_any_depth(relative, session.settings.denyWrite)
+        if glob is not None:
+            raise Refused(f"write not allowed: {path_str} matches the denyWrite pattern {glob!r}")
         glob = denied_by(relative, rules.deny)
         if glob is not None:
             raise Refused(f"write not allowed: {path_str} matches the denyRead pattern {glob!r}")
@@ -181,10 +179,9 @@ def review_reason(path: Path, folders: Iterable[Path], review_always: Iterable[s
     resolved = path.resolve()
     folder = containing_folder(resolved, [f.resolve() for f in folders])
     relative = PurePosixPath((resolved.relative_to(folder) if folder is not None else Path(resolved.name)).as_posix())
-    for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
-        glob = denied_by(tail, globs)
-        if glob is not None:
-            return f"{relative} matches the reviewAlways pattern {glob!r}"
+    glob = denied_at_any_depth(relative, globs)
+    if glob is not None:
+        return f"{relative} matches the reviewAlways pattern {glob!r}"
     try:
         mode = resolved.stat().st_mode
     except OSError:

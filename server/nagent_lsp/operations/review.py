@@ -42,7 +42,7 @@ from typing import Final, Literal
 import attrs
 
 from nagent_lsp.agent.conversation_file import ConversationFile
-from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, denied_by
+from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, denied_at_any_depth
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.ports import EditorPort, FileChange, FileOutcome, RecordWrite, ReviewMark
@@ -309,10 +309,9 @@ def confine_file(session: Session, root: Path, rules: ReadRules, path_str: objec
         if base is None:
             continue
         relative = PurePosixPath(candidate.relative_to(base).as_posix())
-        for tail in (PurePosixPath(*relative.parts[i:]) for i in range(len(relative.parts))):
-            glob = denied_by(tail, session.settings.denyWrite)
-            if glob is not None:
-                raise Refused(f"{path_str} matches the denyWrite pattern {glob!r}")
+        glob = denied_at_any_depth(relative, session.settings.denyWrite)
+        if glob is not None:
+            raise Refused(f"{path_str} matches the denyWrite pattern {glob!r}")
     try:
         info = os.stat(resolved)
     except FileNotFoundError:

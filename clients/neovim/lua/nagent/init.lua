@@ -508,6 +508,7 @@ local function run(bufnr, command, argument, on_ok, callback)
     end
   end, bufnr)
 end
+M.run = run -- for the feature modules (trust.lua): the same error policy
 
 local function short(path)
   return vim.fn.fnamemodify(path, ":t")

@@ -119,14 +119,9 @@ end
 function M.revoke(options, callback)
   local opts = options or {}
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  nagent().execute("nagent.trust.revoke", argument(bufnr), function(err, res)
-    if not err and res then
-      ui.say(M.message(res))
-    end
-    if callback then
-      callback(err, res)
-    end
-  end, bufnr)
+  nagent().run(bufnr, "nagent.trust.revoke", argument(bufnr), function(res)
+    ui.say(M.message(res))
+  end, callback)
 end
 
 return M

@@ -25,6 +25,7 @@ from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.store.root import ensure_root
 from nagent_lsp.store.transaction import Write, commit
+from nagent_lsp.text.document_end import within_lines
 from nagent_lsp.text.edits import TextEditSpec, minimal_edits
 from nagent_lsp.text.merge import Current, plan_change_set
 
@@ -135,7 +136,7 @@ class LspPort:
                 p.version,
                 p.current,
                 p.target,
-                [] if p.change.created else minimal_edits(p.current, p.target, encoding),
+                [] if p.change.created else _edits(p.current, p.target, encoding),
             )
             for p in plan.files
         ], None
@@ -301,6 +302,12 @@ class LspPort:
     def shows_review(self, uri: str) -> bool:
         """Whether `uri` was last sent pending hunks (so an empty list clears them)."""
         return uri in self.server.review_shown
+
+
+def _edits(current: str, target: str, encoding: str) -> list[TextEditSpec]:
+    """Minimal edits; an insertion at the end of a file said inside its lines, since Neovim appends an edit that
+    starts past the last line as new lines, its trailing newline an extra blank line (issue 25, item 5)."""
+    return within_lines(current, minimal_edits(current, target, encoding), encoding)
 
 
 def _text_edit(spec: TextEditSpec) -> types.TextEdit:

@@ -109,3 +109,30 @@ async def test_insertion_at_end_of_file_is_exact_in_every_client(profile, worksp
         edits = sent_edits(editor)
     assert all(e.range.start.line < ORIGINAL.count("\n") for e in edits), edits  # no edit past the last line
     assert neovim_apply(ORIGINAL, edits) == ADDED
+
+
+async def test_end_of_file_hunk_is_reviewed_on_the_last_line(profile, workspace, editors, fake_model) -> None:
+    """Issue 25, item 8: the zero-plugin hint of a hunk added at the end of a file, and its accept/reject actions,
+    are on the file's last line, not past its final newline (where Neovim and eglot put no cursor)."""
+    from tests.test_changeset import _actions, published, run_action
+
+    target = workspace / "calc.py"
+    target.write_text(ORIGINAL, encoding="utf-8")
+    fake_model.script(
+        text(f'<nagent-write path="{target}">\n{ADDED}</nagent-write>'),
+        text("<nagent-response>added sub</nagent-response>"),
+    )
+    last = ORIGINAL.count("\n") - 1
+    async with editors.open(profile, workspace, model=True) as editor:
+        uri = editor.open(target)
+        request = {"uri": uri, "request": "add sub", "preview": True}
+        result = await editor.command("nagent.edit", request)
+        assert result["proposal"]["id"], result
+        (diag,) = await published(editor, uri, lambda d: len(d) == 1)
+        assert diag.range.start.line == last and diag.range.end.line == last, diag.range
+        titles = [a.title for a in await _actions(editor, target, last)]
+        assert any("accept this change" in t for t in titles) and any("reject this change" in t for t in titles)
+        accept = next(a for a in await _actions(editor, target, last) if "accept this" in a.title)
+        applied = await run_action(editor, accept)
+        assert applied["applied"] is True and editor.text(target) == ADDED
+        assert neovim_apply(ORIGINAL, sent_edits(editor)) == ADDED

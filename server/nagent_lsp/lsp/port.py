@@ -282,9 +282,10 @@ class LspPort:
     # -- the zero-plugin review ---------------------------------------------------------------------------
     def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
         """Pending hunks as Hint diagnostics (source "nagent", code = hunk id, data = {proposal, hunk})."""
+        last = self._last_line(uri)
         diagnostics = [
             types.Diagnostic(
-                range=types.Range(types.Position(m.start_line, 0), types.Position(max(m.end_line, m.start_line), 0)),
+                range=_mark_range(m.start_line, m.end_line, last),
                 message=m.message,
                 severity=types.DiagnosticSeverity.Hint,
                 source="nagent",
@@ -299,9 +300,23 @@ class LspPort:
         else:
             self.server.review_shown.discard(uri)
 
+    def _last_line(self, uri: str) -> int | None:
+        """The open document's last line that holds text (past a final newline there is no line to put a cursor
+        on in Neovim or eglot), None when it is not open."""
+        document = self.server.workspace.text_documents.get(uri)
+        return None if document is None else max(len(document.lines) - 1, 0)
+
     def shows_review(self, uri: str) -> bool:
         """Whether `uri` was last sent pending hunks (so an empty list clears them)."""
         return uri in self.server.review_shown
+
+
+def _mark_range(start: int, end: int, last: int | None) -> types.Range:
+    """A pending hunk's whole lines; one added past the final newline is shown on the last line (issue 25, item 8),
+    where the code actions for it are offered too (operations.code_actions.review_offers)."""
+    if last is not None and start > last:
+        return types.Range(types.Position(last, 0), types.Position(last, 0))
+    return types.Range(types.Position(start, 0), types.Position(max(end, start), 0))
 
 
 def _edits(current: str, target: str, encoding: str) -> list[TextEditSpec]:

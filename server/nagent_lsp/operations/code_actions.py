@@ -78,8 +78,10 @@ def review_offers(
 
     found: list[Offer] = []
     proposals: list[str] = []
+    last = max(len(lines) - 1, 0)
     for mark in marks_for(session, None, uri, "".join(lines) if lines else None):
-        if mark.start_line > end[0] or max(mark.end_line, mark.start_line + 1) <= start[0]:
+        first = min(mark.start_line, last) if lines else mark.start_line  # added past the final newline: last line
+        if first > end[0] or max(mark.end_line, first + 1) <= start[0]:
             continue
         one = {"id": mark.proposal, "accept": [mark.hunk], "rest": "keep"}
         found.append(Offer("nagent: accept this change", "quickfix", "nagent.review.apply", one, preferred=True))

@@ -1,0 +1,419 @@
+"""The ACP agent: `nagent-lsp acp` answers the Agent Client Protocol (v1) over stdio with the same engine, state root
+and artifacts as the language server and the CLI (docs/ARCHITECTURE.md, "ACP ↔ nagent").
+
+`session/prompt` runs `operations.edit.edit` — the loop `nagent.edit` runs — with the change set kept as a proposal
+(`preview`), then shows it and asks once before anything is written (`acp.changes`). A slash command runs the
+operation it names (`acp.commands`). `session/cancel` sets the run's cancel event: the model call stops, the run
+ends `cancelled` and nothing is applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    Cost,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    TerminalAuthMethod,
+    UnstructuredCommandInput,
+    UsageUpdate,
+)
+
+from nagent_lsp import __version__
+from nagent_lsp.acp import mcp_servers
+from nagent_lsp.acp.changes import find_record, record_read_back, review_change_set
+from nagent_lsp.acp.commands import COMMANDS, run_command
+from nagent_lsp.acp.port import AcpPort, new_session_id
+from nagent_lsp.acp.replay import answer_text, replay_updates
+from nagent_lsp.acp.sessions import (
+    PAGE,
+    AcpSession,
+    conversation_refs,
+    find_ref,
+    pending_by_conversation,
+    session_info,
+)
+from nagent_lsp.config.state_root import git_toplevel
+from nagent_lsp.core.errors import InvalidArgument, UserError
+from nagent_lsp.core.model import ModelError
+from nagent_lsp.operations.session import Session
+from nagent_lsp.store.conversations import ConversationError, ConversationRef
+from nagent_lsp.tags.transcript import last_turn_status
+
+log = logging.getLogger("nagent_lsp")
+
+BUILTIN_MODES = ("edit", "plan", "explain")
+
+
+def invalid(field: str, message: str) -> RequestError:
+    return RequestError.invalid_params({"field": field, "message": f"{field}: {message}"})
+
+
+class NagentAgent:
+    """The `Agent` protocol of the ACP SDK (acp/interfaces.py), one per connection."""
+
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.fs_read = False
+        self.fs_write = False
+        self.sessions: dict[str, AcpSession] = {}
+        self.workspaces: dict[Path, Session] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.client = conn
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
+        fs = getattr(client_capabilities, "fs", None)
+        self.fs_read = bool(getattr(fs, "read_text_file", False))
+        self.fs_write = bool(getattr(fs, "write_text_file", False))
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
+            ),
+            auth_methods=[
+                TerminalAuthMethod(
+                    type="terminal",
+                    id="nagent-setup",
+                    name="Set up nagent's model",
+                    description="Writes your model settings (~/.nagent/config.json) interactively",
+                    args=["acp", "--setup"],
+                )
+            ],
+            agent_info=Implementation(name="nagent-lsp", title="nagent", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        if method_id != "nagent-setup":
+            raise invalid("methodId", f"unknown auth method {method_id!r}; the one method is 'nagent-setup'")
+        return None
+
+    def _workspace(self, cwd: str) -> Session:
+        path = Path(cwd)
+        if not path.is_absolute():
+            raise invalid("cwd", f"must be an absolute path, got {cwd!r}")
+        if not path.is_dir():
+            raise invalid("cwd", f"{cwd} is not a folder")
+        top = git_toplevel(str(path))
+        folder = Path(os.path.realpath(top or path))
+        found = self.workspaces.get(folder)
+        if found is None:
+            found = self.workspaces[folder] = Session(workspace_folders=[folder])
+            for problem in found.reload():
+                log.warning("%s", problem)
+        return found
+
+    def _open(self, session_id: str, cwd: str, servers: Any, ref: ConversationRef | None) -> AcpSession:
+        workspace = self._workspace(cwd)
+        try:
+            typed = mcp_servers.from_acp(servers)
+        except InvalidArgument as exc:
+            raise invalid(exc.field, exc.message) from None
+        port = AcpPort(self.client, session_id, list(workspace.workspace_folders), self.fs_read, self.fs_write)
+        old = self.sessions.get(session_id)
+        if old is not None:
+            old.port.close()
+        state = AcpSession(session_id, Path(cwd), port, typed, ref)
+        self.sessions[session_id] = state
+        mcp_servers.register(session_id, typed)
+        self._announce(state)
+        return state
+
+    def _announce(self, state: AcpSession) -> None:
+        """The slash commands, once the client knows the session (just after this answer)."""
+        commands = [
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None,
+            )
+            for name, (description, hint) in COMMANDS.items()
+        ]
+        update = AvailableCommandsUpdate(session_update="available_commands_update", available_commands=commands)
+        asyncio.get_running_loop().call_soon(state.port.send, update)
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        state = self._open(new_session_id(), cwd, mcp_servers, None)
+        return NewSessionResponse(session_id=state.id, config_options=self._config_options(state))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        ref = self._known(cwd, session_id)
+        state = self._open(session_id, cwd, mcp_servers, ref)
+        text = ref.conversation_path.read_text(encoding="utf-8", errors="replace")
+        for update in replay_updates(text):
+            state.port.send(update)
+        await state.port.flush()  # ACP: the whole conversation is replayed before the answer
+        return LoadSessionResponse(config_options=self._config_options(state))
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
+        ref = self._known(cwd, session_id)
+        state = self._open(session_id, cwd, mcp_servers, ref)
+        return ResumeSessionResponse(config_options=self._config_options(state))
+
+    def _known(self, cwd: str, session_id: str) -> ConversationRef:
+        workspace = self._workspace(cwd)
+        alias = self.sessions.get(session_id)
+        ref = alias.ref if alias is not None and alias.ref is not None else find_ref(workspace, session_id)
+        if ref is None:
+            raise RequestError.resource_not_found(f"session {session_id}")
+        return ref
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        state = self.sessions.pop(session_id, None)
+        if state is None:
+            raise RequestError.resource_not_found(f"session {session_id}")
+        state.port.cancel_all()
+        state.port.close()
+        mcp_servers.forget(session_id)
+        return None
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        workspaces = [self._workspace(cwd)] if cwd else list(self.workspaces.values())
+        start = 0
+        if cursor:
+            if not cursor.isdigit():
+                raise invalid("cursor", "not a cursor this agent gave")
+            start = int(cursor)
+        infos: list[SessionInfo] = []
+        for workspace in workspaces:
+            pending = pending_by_conversation(workspace)
+            folder = workspace.workspace_folders[0]
+            for ref in conversation_refs(workspace, Path(cwd) if cwd else None):
+                fields = session_info(workspace, ref, folder, pending.get(ref.conversation, 0))
+                infos.append(SessionInfo(**fields))  # type: ignore[arg-type]
+        page = infos[start : start + PAGE]
+        more = str(start + PAGE) if start + PAGE < len(infos) else None
+        return ListSessionsResponse(sessions=page, next_cursor=more)
+
+    # -- options ------------------------------------------------------------------------------------------
+    def _config_options(self, state: AcpSession) -> list[Any]:
+        workspace = self._workspace(str(state.cwd))
+        modes = list(BUILTIN_MODES)
+        try:
+            from nagent_lsp.operations.agents import list_agents
+            from nagent_lsp.operations.args import ListArgs
+
+            modes += [
+                a.name for a in list_agents(workspace, ListArgs()).agents if a.name not in modes and not a.shadowed
+            ]
+        except (UserError, OSError) as exc:
+            log.info("no agents listed: %s", exc)
+        profiles = ["default", *sorted(workspace.settings.models)]
+        return [
+            SessionConfigOptionSelect(
+                type="select",
+                id="mode",
+                name="Agent",
+                category="mode",
+                current_value=state.agent or "edit",
+                options=[SessionConfigSelectOption(value=m, name=m) for m in modes],
+            ),
+            SessionConfigOptionSelect(
+                type="select",
+                id="model",
+                name="Model",
+                category="model",
+                current_value=state.profile or "default",
+                options=[SessionConfigSelectOption(value=p, name=p) for p in profiles],
+            ),
+        ]
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: Any, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        state = self._state(session_id)
+        if config_id == "mode":
+            state.agent = None if value == "edit" else str(value)
+        elif config_id == "model":
+            state.profile = None if value == "default" else str(value)
+        else:
+            raise invalid("configId", f"unknown option {config_id!r} (mode, model)")
+        return SetSessionConfigOptionResponse(config_options=self._config_options(state))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+        self._state(session_id).agent = None if mode_id == "edit" else mode_id
+        return None
+
+    def _state(self, session_id: str) -> AcpSession:
+        state = self.sessions.get(session_id)
+        if state is None:
+            raise RequestError.resource_not_found(f"session {session_id}")
+        return state
+
+    # -- prompts ------------------------------------------------------------------------------------------
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self.sessions.get(session_id)
+        if state is not None:
+            state.port.cancel_all()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        state = self._state(session_id)
+        if state.running:
+            raise RequestError.invalid_request({"message": f"session {session_id} is already running a prompt"})
+        state.running = True
+        state.port.cancel_requested = False
+        try:
+            reason = await self._prompt(state, prompt)
+        except asyncio.CancelledError:
+            reason = "cancelled"
+        except (UserError, ModelError) as exc:
+            state.port.send(update_agent_message_text(f"nagent: {exc}"))
+            reason = "end_turn"
+        finally:
+            state.running = False
+            state.port.forget_progress()
+        await state.port.flush()
+        return PromptResponse(stop_reason=reason)  # type: ignore[arg-type]
+
+    async def _prompt(self, state: AcpSession, prompt: list[Any]) -> str:
+        workspace = self._workspace(str(state.cwd))
+        request, named, buffers = read_prompt(prompt)
+        if state.ref is None:
+            if named is None:
+                raise UserError(
+                    "attach the file to work on (a resource or resource link): a session is one file's conversation"
+                )
+            state.ref = self._bind(workspace, state, named)
+        path = Path(state.ref.path)
+        for uri, text in buffers.items():  # the editor's own text of an attached file is its buffer
+            if uri in (path.as_uri(), str(path)):
+                from nagent_lsp.core.ports import Buffer
+
+                state.port.buffers[path] = Buffer(path, text, None, path.as_uri())
+        await record_read_back(state.port, state.pending_reads)
+        if request.startswith("/"):
+            return await run_command(self, workspace, state, request)
+        return await self.run_edit(workspace, state, request)
+
+    def _bind(self, workspace: Session, state: AcpSession, uri: str) -> ConversationRef:
+        from nagent_lsp.operations.conversation import store_for
+        from nagent_lsp.operations.edit import target_path
+
+        try:
+            path = target_path(workspace, uri)  # confined: outside the workspace or denied → a clear error
+            return store_for(workspace, path).resolve(path)
+        except ConversationError as exc:
+            raise UserError(str(exc)) from None
+
+    async def run_edit(self, workspace: Session, state: AcpSession, request: str, recipe: str | None = None) -> str:
+        from nagent_lsp.operations.args import EditArgs, RecipeArgs
+        from nagent_lsp.operations.edit import edit
+        from nagent_lsp.operations.recipes import run_recipe_command
+
+        assert state.ref is not None
+        path = Path(state.ref.path)
+        port = state.port
+        port.streamed = False
+        if path not in port.buffers:
+            await port.fetch_buffer(path)
+        uri = path.as_uri()
+        result: Any
+        if recipe is not None:
+            result = await run_recipe_command(
+                workspace, port, RecipeArgs(uri=uri, recipe=recipe, request=request or None, preview=True)
+            )
+        else:
+            args = EditArgs(uri=uri, request=request, preview=True, agent=state.agent)
+            if state.profile is not None and "profile" in attrs.fields_dict(EditArgs):
+                extra: dict[str, Any] = {"profile": state.profile}  # contract D, when the engine has it
+                args = attrs.evolve(args, **extra)
+            result = await edit(workspace, port, args)
+        if not port.streamed and result.response:
+            port.send(update_agent_message_text(answer_text(result.response)))
+        self._usage(workspace, state, result.tokens)
+        if result.reason == "cancelled" or port.cancel_requested:
+            return "cancelled"
+        if result.proposal is not None:
+            record = find_record(workspace, result.proposal)
+            if record is not None:
+                outcome = await review_change_set(workspace, port, record, state.pending_reads)
+                if outcome == "cancelled":
+                    return "cancelled"
+        elif result.reason and result.reason not in ("no change",):
+            port.send(update_agent_message_text(f"\n\n({result.reason})"))
+        if result.reason and result.reason.startswith("stopped after maxSteps"):
+            return "max_turn_requests"
+        return "end_turn"
+
+    def _usage(self, workspace: Session, state: AcpSession, tokens: Any) -> None:
+        """usage_update: the last call's context tokens, the window (the token budget), the session's cost."""
+        if tokens.cost is not None:
+            state.cost += tokens.cost
+            state.priced = True
+        used = 0
+        if state.ref is not None:
+            try:
+                status = last_turn_status(state.ref.conversation_path.read_text(encoding="utf-8", errors="replace"))
+                used = status.tokens_in + status.tokens_out if status else 0
+            except OSError:
+                used = 0
+        size = workspace.settings.conversation.tokenBudget
+        cost = Cost(amount=round(state.cost, 6), currency="USD") if state.priced else None
+        state.port.send(UsageUpdate(session_update="usage_update", used=used, size=size, cost=cost))
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+def read_prompt(prompt: list[Any]) -> tuple[str, str | None, dict[str, str]]:
+    """The request text, the first file the prompt names (a resource link or an embedded resource), and the
+    texts of embedded resources by URI."""
+    texts: list[str] = []
+    named: str | None = None
+    buffers: dict[str, str] = {}
+    for block in prompt:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(block.text)
+        elif kind == "resource_link":
+            named = named or block.uri
+        elif kind == "resource":
+            resource = block.resource
+            named = named or resource.uri
+            text = getattr(resource, "text", None)
+            if isinstance(text, str):
+                buffers[resource.uri] = text
+    return "\n".join(texts).strip(), named, buffers

@@ -10,14 +10,20 @@ import {
   Middleware,
   RevealOutputChannelOn,
   ServerOptions,
+  ShowMessageRequest,
   State,
   WorkDoneProgressCancelNotification,
 } from 'vscode-languageclient/node';
+import { askModal } from './ask';
 import { NotificationProgress } from './progress';
 import { errorMessage, ServerState } from './pure/format';
-import { executeParams, ServerCommands, StatusResult, Tokens } from './pure/protocol';
-import { describeLaunch, findOnPath, resolveServer, ServerLaunch } from './pure/serverCommand';
-import { clearedKeys, explicitServerSettings, SECTION, sectionValue } from './pure/settings';
+import { executeParams, ServerCommands, StatusResult, StreamParams, Tokens } from './pure/protocol';
+import { Commands } from './pure/ids';
+
+const STREAM_NOTIFICATION = 'nagent/stream';
+const OPEN_ATTRIBUTION = Commands.openAttribution;
+import { describeLaunch, findOnPath, isExecutableFile, resolveServer, ServerLaunch } from './pure/serverCommand';
+import { changedScalars, clearedKeys, explicitServerSettings, SECTION, sectionValue, settingsApplied } from './pure/settings';
 import { activeInterpreter, onInterpreterChange, probeModule } from './python';
 import { StatusBar } from './statusBar';
 
@@ -30,6 +36,8 @@ export interface ClientHooks {
   onStartFailure?: (message: string, notFound: boolean) => void;
   /** Called with the Markdown of each hover the server answers (used by the test hook). */
   onHover?: (uri: string, markdown: string[]) => void;
+  /** A `nagent/stream` notification: the next piece of a run's answer. */
+  onStream?: (params: StreamParams) => void;
   /** window/showDocument for a document the extension shows its own way (a conversation); true when handled. */
   showDocument?: (uri: vscode.Uri, takeFocus: boolean) => Promise<boolean>;
 }
@@ -45,6 +53,8 @@ export class NagentClient implements vscode.Disposable {
   status: StatusResult | undefined;
   /** The settings sent as initializationOptions to the running server. */
   private initSettings: Record<string, unknown> = {};
+  /** The settings last sent with didChangeConfiguration (undefined: none since the start). */
+  private sentSettings: Record<string, unknown> | undefined;
   private state: ServerState = 'stopped';
   private starting: Promise<LanguageClient> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -104,9 +114,16 @@ export class NagentClient implements vscode.Disposable {
       pythonExtensionInterpreter: () => activeInterpreter(resource),
       probeModule,
       findOnPath: (name) => findOnPath(name),
+      isExecutable: isExecutableFile,
     });
     for (const n of r.notes) this.log.info(`server lookup: ${n}`);
     if (!r.ok) throw new ServerNotFound(r.message);
+    if (r.warning) {
+      this.log.warn(r.warning);
+      void api.showWarningMessage(r.warning, 'Open Settings').then((c) => {
+        if (c === 'Open Settings') void api.commands.execute('workbench.action.openSettings', 'nagent.server.command');
+      });
+    }
     return r.launch;
   }
 
@@ -199,22 +216,28 @@ export class NagentClient implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: () => {
         this.initSettings = serverSettings();
+        this.sentSettings = undefined;
         return this.initSettings;
       },
       middleware: this.middleware(),
       connectionOptions: { maxRestartCount: 3 },
-      markdown: { isTrusted: false, supportHtml: false },
+      // hover cards link to the conversation that wrote a line (contracts.md C): only that command is trusted
+      markdown: { isTrusted: { enabledCommands: [OPEN_ATTRIBUTION] }, supportHtml: false },
     };
     const client = new LanguageClient('nagent', 'nagent', serverOptions, clientOptions);
     // This client asks for nagent.edit's request text and shows every result itself (see codeaction_show.py).
     client.registerFeature({
       fillClientCapabilities: (capabilities) => {
-        capabilities.experimental = { ...(capabilities.experimental as object | undefined), nagent: { requestInput: true } };
+        // requestInput: this client asks for a request itself; stream: it shows `nagent/stream` deltas live (contracts.md A)
+        capabilities.experimental = { ...(capabilities.experimental as object | undefined), nagent: { requestInput: true, stream: true } };
       },
       initialize: () => undefined,
       getState: () => ({ kind: 'static' }),
       clear: () => undefined,
     });
+    // the server's questions wait for an answer: a modal instead of the client's toast (ask.ts)
+    client.onRequest(ShowMessageRequest.type, (params) => askModal(params));
+    client.onNotification(STREAM_NOTIFICATION, (params: StreamParams) => this.hooks.onStream?.(params));
     client.onDidChangeState((e) => {
       this.log.info(`server state: ${State[e.oldState]} -> ${State[e.newState]}`);
       if (e.newState === State.Stopped && this.client === client) this.setState('stopped');
@@ -303,8 +326,24 @@ export class NagentClient implements vscode.Disposable {
       await this.restart();
       return;
     }
+    const expected = changedScalars(this.sentSettings ?? this.initSettings, settings);
+    this.sentSettings = settings;
     await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } });
-    void this.refreshStatus();
+    void this.refreshStatusWhenApplied(expected);
+  }
+
+  /**
+   * The status bar shows the model the server uses: ask for the status until the server reports the
+   * changed values (it applies them after it pulled workspace/configuration), a few seconds at most.
+   */
+  async refreshStatusWhenApplied(expected: Record<string, unknown>, tries = 25, pauseMs = 200): Promise<StatusResult | undefined> {
+    let status: StatusResult | undefined;
+    for (let i = 0; i < tries; i++) {
+      status = await this.refreshStatus();
+      if (!status || settingsApplied(expected, status.settings as Record<string, unknown> | undefined)) return status;
+      await new Promise((r) => setTimeout(r, pauseMs));
+    }
+    return status;
   }
 
   async stop(): Promise<void> {

@@ -5,8 +5,10 @@ import type * as vscode from 'vscode';
 import { NagentClient } from './client';
 import { ConversationSupport } from './conversation';
 import { MarkdownPanels } from './markdownPanel';
-import { trailingRequest } from './pure/conversation';
+import { mentionText, trailingRequest } from './pure/conversation';
+import { InlineReview } from './inlineReview';
 import { ReviewController } from './review';
+import { StreamAnswers } from './pure/stream';
 import * as api from './vscodeapi';
 import {
   AnswerEntry,
@@ -29,7 +31,9 @@ import {
   splitIndexItems,
   statusSummary,
   statusText,
+  upsertAnswer,
 } from './pure/format';
+import { runWarnings, withWarnings } from './pure/runNotes';
 import {
   AgentsListResult,
   CoeditsResult,
@@ -49,6 +53,8 @@ import {
   StatusResult,
   SummarizeResult,
   TrustResult,
+  AttributionResult,
+  StreamParams,
 } from './pure/protocol';
 import { alreadyTrusted, nothingToTrust, trustArgs, trustOutcome, trustPrompt } from './pure/trust';
 import { describeLaunch } from './pure/serverCommand';
@@ -67,8 +73,12 @@ class Dismissed extends Error {}
 export class CommandHandlers {
   readonly panels: MarkdownPanels;
   readonly review: ReviewController;
+  readonly inline: InlineReview;
+  /** Live answers (nagent/stream), one per run. */
+  readonly streams = new StreamAnswers();
+  private streamTimer: ReturnType<typeof setTimeout> | undefined;
   readonly conversations: ConversationSupport;
-  private readonly answers: AnswerEntry[] = [];
+  private answers: AnswerEntry[] = [];
 
   constructor(
     private readonly ctx: vscode.ExtensionContext,
@@ -81,12 +91,20 @@ export class CommandHandlers {
     this.review = new ReviewController({
       request: (command, arg) => this.nc.request(command, arg),
       withConversationSync: (fn) => this.conversations.withSync(fn),
-      showAnswer: (kind, file, request, response, outcome) => this.showAnswer({ kind, file, request, response, outcome, time: new Date() }),
+      showAnswer: (kind, file, request, response, outcome, key, warnings) => this.showAnswer({ key, kind, file, request, response, outcome, warnings, time: new Date() }),
       revealAnswers: async () => {
         if (this.answers.length) await this.showAnswers(true);
       },
       notify: (level, message) => this.notify({ level, message }),
       report: (event, ok, result, extra) => this.report(event, ok, result, undefined, false, extra),
+      log: nc.log,
+    });
+    this.inline = new InlineReview({
+      request: (command, arg) => this.nc.request(command, arg),
+      withConversationSync: (fn) => this.conversations.withSync(fn),
+      forgetDiff: (id) => this.review.forget(id),
+      notify: (level, message) => this.notify({ level, message }),
+      report: (event, ok, result) => this.report(event, ok, result),
       log: nc.log,
     });
   }
@@ -100,6 +118,17 @@ export class CommandHandlers {
       [Commands.reviewProposals, (a, b) => this.reviewProposals(a, b)],
       [Commands.acceptHunk, (a, b, c) => this.review.decide(String(a), String(b), c === 'undo' ? 'undo' : 'accept')],
       [Commands.rejectHunk, (a, b) => this.review.decide(String(a), String(b), 'reject')],
+      [Commands.acceptHunkAtCursor, (a, b) => this.decideAtCursor('accept', a, b)],
+      [Commands.rejectHunkAtCursor, (a, b) => this.decideAtCursor('reject', a, b)],
+      [Commands.listChangedFiles, () => this.listChangedFiles()],
+      [Commands.editWithModel, (a) => this.editWithModel(a)],
+      [Commands.insertMention, () => this.insertMention()],
+      [Commands.conversationSave, (a) => this.conversationSave(a)],
+      [Commands.conversationLoad, (a) => this.conversationLoad(a)],
+      [Commands.conversationCompact, (a) => this.conversationCompact(a)],
+      [Commands.conversationSummarize, (a) => this.conversationSummarize(a)],
+      [Commands.conversationList, () => this.conversationList()],
+      [Commands.openAttribution, (a) => this.openAttribution(a)],
       [Commands.acceptAll, (a) => this.review.decideAll(typeof a === 'string' ? a : undefined, 'accept')],
       [Commands.rejectAll, (a) => this.review.decideAll(typeof a === 'string' ? a : undefined, 'reject')],
       [Commands.showAnswer, () => this.showAnswers(false)],
@@ -118,7 +147,7 @@ export class CommandHandlers {
       [Commands.revokeRepositoryTrust, () => this.revokeRepositoryTrust()],
     ];
     const disposables = table.map(([id, fn]) => api.commands.register(id, (...args: unknown[]) => this.run(id, () => fn(...args))));
-    return [...disposables, this.panels, this.review, this.conversations];
+    return [...disposables, this.panels, this.review, this.inline, this.conversations];
   }
 
   /** Run one command: errors become notifications; the test hook records the outcome. */
@@ -239,18 +268,24 @@ export class CommandHandlers {
     const result = await this.nc.working(`editing ${path.basename(doc.fileName)}`, () =>
       this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.edit, args)),
     );
-    await this.presentEdit(result, doc.uri, label, before);
+    await this.presentEdit(result, doc.uri, label, before, 'Edit', this.streams.take(doc.uri.toString()));
     return result;
   }
 
   /** The answer beside the editor, the notification, and the review when the change awaits one. */
-  async presentEdit(result: EditResult | RecipeRunResult, file: vscode.Uri | undefined, request: string | undefined, before?: string, kind = 'Edit'): Promise<void> {
+  async presentEdit(result: EditResult | RecipeRunResult, file: vscode.Uri | undefined, request: string | undefined, before?: string, kind = 'Edit', streamKey?: string): Promise<void> {
     this.nc.noteTokens(result.tokens);
     if (result.response) this.nc.log.info(`nagent response:\n${result.response}`);
     const fileName = file ? file.fsPath || file.toString() : '';
     const outside = result.outsideSelection ? outsideSelectionText(result.outsideLines, api.relativeName) : '';
     if (outside) this.nc.log.warn(outside);
+    const pid = proposalId(result.proposal);
+    const created = result.applied ? (result.files ?? []).filter((f) => f.created) : [];
+    const warnings = runWarnings(result, api.relativeName);
+    if (created.length) warnings.unshift(`created ${created.map((f) => api.relativeName(f.uri)).join(', ')}`);
+    if (streamKey && pid) this.answers = this.answers.map((a) => (a.key === streamKey ? { ...a, key: pid } : a));
     await this.showAnswer({
+      key: pid ?? streamKey,
       kind,
       file: fileName,
       request,
@@ -260,13 +295,25 @@ export class CommandHandlers {
       outputs: 'outputs' in result ? result.outputs : undefined,
       files: result.files,
       outside,
+      warnings,
+      streaming: false,
       time: new Date(),
     });
-    const pid = proposalId(result.proposal);
+    for (const w of warnings) this.nc.log.info(`nagent: ${w}`);
+    const notice = withWarnings(editNotice(result as EditResult, outside), warnings);
     if (!result.applied && pid) {
-      this.notify(editNotice(result as EditResult, outside));
+      this.notify(notice);
       await this.review.open(pid, result.response);
+      await this.inline.load(pid);
       return;
+    }
+    // files the run created are named (above) and opened, so that the user sees them (issue 25)
+    for (const f of created) {
+      try {
+        await api.showTextDocument(api.Uri.parse(f.uri), { preview: false, preserveFocus: true, viewColumn: api.ViewColumn.Beside });
+      } catch (e) {
+        this.nc.log.warn(`opening the created ${f.uri}: ${errorMessage(e)}`);
+      }
     }
     const actions = [];
     if (result.applied && file && before !== undefined && file.scheme === 'file') {
@@ -275,12 +322,11 @@ export class CommandHandlers {
     }
     const conv = result.conversation?.path;
     if (conv) actions.push({ title: 'Open Conversation', run: () => this.conversations.show(api.Uri.file(conv)) });
-    this.notify(editNotice(result as EditResult, outside), ...actions);
+    this.notify(notice, ...actions);
   }
 
   async showAnswer(entry: AnswerEntry): Promise<void> {
-    this.answers.unshift(entry);
-    this.answers.splice(MAX_ANSWERS);
+    this.answers = upsertAnswer(this.answers, entry, MAX_ANSWERS);
     await this.showAnswers(true);
   }
 
@@ -299,9 +345,8 @@ export class CommandHandlers {
       detail: a.description + (a.path ? ` — ${a.path}` : ''),
       name: a.name,
     }));
-    if (items.length === 0) throw new UserFacing('the server lists no agents');
-    const pick = await api.showQuickPick(items, { title: 'nagent: Edit with Agent', placeHolder: 'Pick the agent that handles the request', matchOnDetail: true });
-    if (!pick) throw new Dismissed();
+    if (items.length === 0 && !(list.problems ?? []).length) throw new UserFacing('the server lists no agents');
+    const pick = await this.pickWithProblems(items, list.problems, { title: 'nagent: Edit with Agent', placeHolder: 'Pick the agent that handles the request', matchOnDetail: true });
     const sel = ed.selection;
     const request = await this.askRequest(`nagent: Edit with ${pick.name}`, sel.isEmpty ? path.basename(ed.document.fileName) : 'the selection');
     return this.runEdit(ed.document, request, sel.isEmpty ? undefined : toLspRange(sel), { agent: pick.name });
@@ -311,21 +356,25 @@ export class CommandHandlers {
     const ed = await this.target(arg);
     const list = await this.nc.request<RecipesListResult>(ServerCommands.recipesList, { uri: ed.document.uri.toString() });
     const recipes = list.recipes ?? [];
-    if (recipes.length === 0) {
+    if (recipes.length === 0 && !(list.problems ?? []).length) {
       throw new UserFacing('no recipes found: add one under ~/.nagent/recipes/ or <state root>/recipes/ (see the README)');
     }
     const items = recipes.map((r) => {
       const steps = Array.isArray(r.steps) ? r.steps.length : r.steps;
-      return { label: r.name, description: `${r.source} · ${steps} step${steps === 1 ? '' : 's'}`, detail: r.description, name: r.name };
+      return { label: r.name, description: `${r.source} · ${steps} step${steps === 1 ? '' : 's'}`, detail: r.description, name: r.name, needsRequest: r.needsRequest };
     });
-    const pick = await api.showQuickPick(items, { title: 'nagent: Run Recipe', placeHolder: 'Pick a recipe to run on this file', matchOnDetail: true });
-    if (!pick) throw new Dismissed();
-    const request = await api.showInputBox({
-      title: `nagent: Run Recipe ${pick.name}`,
-      prompt: 'Request for the recipe (its userRequest; may be empty)',
-      ignoreFocusOut: true,
-    });
-    if (request === undefined) throw new Dismissed();
+    const pick = await this.pickWithProblems(items, list.problems, { title: 'nagent: Run Recipe', placeHolder: 'Pick a recipe to run on this file', matchOnDetail: true });
+    // ask for a request only when the recipe uses one (needsRequest; an older server does not say: ask)
+    let request = '';
+    if (pick.needsRequest !== false) {
+      const typed = await api.showInputBox({
+        title: `nagent: Run Recipe ${pick.name}`,
+        prompt: 'Request for the recipe (its userRequest; may be empty)',
+        ignoreFocusOut: true,
+      });
+      if (typed === undefined) throw new Dismissed();
+      request = typed;
+    }
     const sel = ed.selection;
     const args: Record<string, unknown> = { uri: ed.document.uri.toString(), recipe: pick.name };
     if (request.trim()) args.request = request.trim();
@@ -334,7 +383,7 @@ export class CommandHandlers {
     const result = await this.nc.working(`recipe ${pick.name}`, () =>
       this.conversations.withSync(() => this.nc.request<RecipeRunResult>(ServerCommands.recipeRun, args)),
     );
-    await this.presentEdit(result, ed.document.uri, request.trim() || undefined, before, `Recipe ${pick.name}`);
+    await this.presentEdit(result, ed.document.uri, request.trim() || undefined, before, `Recipe ${pick.name}`, this.streams.take(ed.document.uri.toString()));
     return result;
   }
 
@@ -342,6 +391,7 @@ export class CommandHandlers {
     const target = typeof id === 'string' ? id : await this.review.pick(true);
     if (!target) throw new Dismissed();
     const proposal = await this.review.open(target, undefined, typeof fileIndex === 'number' ? fileIndex : undefined);
+    await this.inline.load(target);
     return { id: proposal.id, files: proposal.files.map((f) => f.uri) };
   }
 
@@ -349,6 +399,7 @@ export class CommandHandlers {
   async sendFromConversation(arg: unknown): Promise<EditResult> {
     const ed = arg instanceof api.Uri ? await reveal(arg) : api.activeEditor();
     if (!ed || ed.document.uri.scheme !== 'file') throw new UserFacing('open a file conversation first ("nagent: Open File Conversation")');
+    if (this.nc.serverCommands().includes(ServerCommands.conversationSend)) return this.sendChat(ed);
     const convPath = ed.document.uri.fsPath;
     const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {});
     const entry = (list.files ?? []).find((f) => path.resolve(f.conversation) === path.resolve(convPath));
@@ -367,6 +418,249 @@ export class CommandHandlers {
     }
     const doc = await api.openTextDocument(fileUri);
     return this.runEdit(doc, request);
+  }
+
+
+  /**
+   * The conversation is the chat (issue 25): the text typed after its last record is the request.
+   * nagent.conversation.send takes it out of the file and runs it on the conversation's source file.
+   */
+  private async sendChat(ed: vscode.TextEditor): Promise<EditResult> {
+    const conv = ed.document.uri;
+    if (!trailingRequest(ed.document.getText())) {
+      throw new UserFacing('type a request at the end of the conversation, then press Ctrl+Enter');
+    }
+    const result = await this.nc.working(`sending from ${path.basename(conv.fsPath)}`, () =>
+      this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.conversationSend, { uri: conv.toString() })),
+    );
+    const source = result.files?.[0]?.uri;
+    const target = source ? api.Uri.parse(source) : undefined;
+    await this.presentEdit(result, target, result.request, undefined, 'Chat', this.streams.take(target?.toString() ?? ''));
+    return result;
+  }
+
+  // ----- streaming -----------------------------------------------------------------------------
+
+  /** One `nagent/stream` notification: the run's answer so far, shown live in the Answers panel. */
+  onStream(params: StreamParams): void {
+    const live = this.streams.apply(params);
+    if (!live) return;
+    let file = live.uri;
+    try {
+      file = api.Uri.parse(live.uri).fsPath || live.uri;
+    } catch {
+      /* not a URI */
+    }
+    this.answers = upsertAnswer(this.answers, { key: live.key, kind: 'Edit', file, response: live.text, streaming: !live.done, time: new Date() }, MAX_ANSWERS);
+    // many deltas a second: redraw the panel at most every 150 ms
+    if (this.streamTimer) return;
+    this.streamTimer = setTimeout(() => {
+      this.streamTimer = undefined;
+      void this.showAnswers(true).then(() => this.report('stream', true, { key: live.key, text: live.text, done: live.done, turn: live.turn }));
+    }, 150);
+  }
+
+  // ----- review at the cursor ------------------------------------------------------------------
+
+  /** Accept/reject the hunk at the cursor: in the proposal diff (collected) or in the file itself (sent at once). */
+  async decideAtCursor(decision: 'accept' | 'reject', id?: unknown, hunkId?: unknown): Promise<unknown> {
+    if (typeof id === 'string' && typeof hunkId === 'string') return this.inline.decide(id, hunkId, decision);
+    const ed = api.activeEditor();
+    if (!ed) throw new UserFacing('no editor: put the cursor on a proposed change');
+    const inDiff = await this.review.hunkAt(ed.document.uri, ed.selection.active.line);
+    if (inDiff) return this.review.decide(inDiff.id, inDiff.hunkId, decision);
+    if (this.inline.pending().length === 0) await this.inline.loadAll();
+    const h = this.inline.hunkAtCursor(ed);
+    if (!h) throw new UserFacing(`no proposed change in ${path.basename(ed.document.fileName)}`);
+    return this.inline.decide(h.proposalId, h.hunk.id, decision);
+  }
+
+  /** Every changed file of the pending proposals; opens the picked one at its first change. */
+  async listChangedFiles(): Promise<{ files: string[]; picked?: string }> {
+    if (this.inline.pending().length === 0) await this.inline.loadAll();
+    const files = this.inline.files();
+    if (files.length === 0) {
+      this.notify({ level: 'info', message: 'nagent: no proposed changes are waiting for review.' });
+      return { files: [] };
+    }
+    const items = files.map((f) => ({
+      label: api.relativeName(f.uri),
+      description: `${f.hunks} change${f.hunks === 1 ? '' : 's'}`,
+      detail: `proposal ${f.proposalId}`,
+      f,
+    }));
+    const pick = await api.showQuickPick(items, { title: 'nagent: Changed Files', placeHolder: 'Open a changed file at its first change' });
+    if (!pick) return { files: files.map((f) => f.uri) };
+    const pos = new api.Position(pick.f.line, 0);
+    await api.showTextDocument(api.Uri.parse(pick.f.uri), { preview: false, selection: new api.Range(pos, pos) });
+    return { files: files.map((f) => f.uri), picked: pick.f.uri };
+  }
+
+  // ----- model per request, mentions ------------------------------------------------------------
+
+  /** Pick a model profile (nagent.status `profiles`) or an agent for this one request (issue 25). */
+  async editWithModel(arg: unknown): Promise<EditResult> {
+    const ed = await this.target(arg);
+    const status = (await this.nc.refreshStatus()) ?? this.nc.status;
+    const profiles = Array.isArray(status?.profiles) ? (status.profiles as unknown[]).filter((p): p is string => typeof p === 'string') : [];
+    const agents = await this.nc.request<AgentsListResult>(ServerCommands.agentsList, { uri: ed.document.uri.toString() }).catch(() => ({ agents: [], problems: [] }) as AgentsListResult);
+    type Item = vscode.QuickPickItem & { profile?: string; agent?: string };
+    const items: Item[] = [];
+    if (profiles.length) items.push({ label: 'Model profiles', kind: -1 } as Item);
+    for (const p of profiles) items.push({ label: `$(hubot) ${p}`, description: p === status?.modelProfile ? 'current' : undefined, profile: p });
+    if (agents.agents?.length) items.push({ label: 'Agents', kind: -1 } as Item);
+    for (const a of agents.agents ?? []) items.push({ label: `$(person) ${a.name}`, description: a.source === 'builtin' ? 'built-in' : a.source, detail: a.description, agent: a.name });
+    if (!items.some((i) => i.profile || i.agent)) throw new UserFacing('no model profiles (set nagent.models) and no agents to pick from');
+    const pick = await api.showQuickPick(items, { title: 'nagent: Edit with Model', placeHolder: 'Pick a model profile or an agent for this request', matchOnDetail: true });
+    if (!pick || (!pick.profile && !pick.agent)) throw new Dismissed();
+    const chosen = pick.profile ?? pick.agent ?? '';
+    const sel = ed.selection;
+    const request = await this.askRequest(`nagent: Edit with ${chosen}`, sel.isEmpty ? path.basename(ed.document.fileName) : 'the selection');
+    const extra: Record<string, unknown> = pick.profile ? { profile: pick.profile } : { agent: pick.agent };
+    return this.runEdit(ed.document, request, sel.isEmpty ? undefined : toLspRange(sel), extra);
+  }
+
+  /** Insert `@path` (a workspace file picked from a list) at the cursor: the request includes that file. */
+  async insertMention(): Promise<{ inserted?: string }> {
+    const ed = api.activeEditor();
+    if (!ed) throw new UserFacing('open the conversation (or a file) to mention a file in');
+    const uris = await api.findFiles('**/*', '**/{node_modules,.git,.nagent,.venv,__pycache__}/**', 5000);
+    const items = uris.map((u) => ({ label: api.relativeName(u.toString()), uri: u })).sort((a, b) => a.label.localeCompare(b.label));
+    const pick = await api.showQuickPick(items, { title: 'nagent: Mention a File', placeHolder: 'The request will include this file (read through the confinement rules)' });
+    if (!pick) throw new Dismissed();
+    const text = mentionText(pick.label);
+    await ed.edit((b) => {
+      for (const s of ed.selections) b.replace(s, text);
+    });
+    return { inserted: text };
+  }
+
+  // ----- attribution -----------------------------------------------------------------------------
+
+  /** `command:nagent.openAttribution?{"uri":…,"line":…}` from a hover: open the conversation at the turn that wrote the line. */
+  async openAttribution(arg: unknown): Promise<AttributionResult> {
+    const a = (arg && typeof arg === 'object' ? arg : {}) as { uri?: unknown; line?: unknown };
+    const ed = api.activeEditor();
+    const uri = typeof a.uri === 'string' ? a.uri : ed?.document.uri.toString();
+    const line = typeof a.line === 'number' ? a.line : ed?.selection.active.line;
+    if (!uri || line === undefined) throw new UserFacing('no line to look up: put the cursor on a line');
+    const result = await this.nc.request<AttributionResult>(ServerCommands.attributionAt, { uri, line });
+    const at = result.attribution;
+    if (!at) {
+      this.notify({ level: 'info', message: `nagent: line ${line + 1} of ${api.relativeName(uri)} has no recorded author.` });
+      return result;
+    }
+    const conv = at.conversationUri ? api.Uri.parse(at.conversationUri) : at.conversationPath ? api.Uri.file(at.conversationPath) : undefined;
+    if (!conv) {
+      this.notify({ level: 'info', message: at.message });
+      return result;
+    }
+    const editor = await this.conversations.show(conv);
+    if (typeof at.conversationLine === 'number') {
+      const pos = new api.Position(Math.min(at.conversationLine, editor.document.lineCount - 1), 0);
+      editor.selection = new api.Selection(pos, pos);
+      editor.revealRange(new api.Range(pos, pos), api.TextEditorRevealType.AtTop);
+    }
+    this.notify({ level: 'info', message: at.message });
+    return result;
+  }
+
+  // ----- conversation management -----------------------------------------------------------------
+
+  private async conversationTarget(arg: unknown): Promise<vscode.TextEditor> {
+    return this.target(arg);
+  }
+
+  async conversationSave(arg: unknown): Promise<{ path: string }> {
+    const ed = await this.conversationTarget(arg);
+    const name = await api.showInputBox({ title: 'nagent: Save Conversation As', prompt: `Name under which to save the conversation of ${path.basename(ed.document.fileName)}`, ignoreFocusOut: true });
+    if (!name || !name.trim()) throw new Dismissed();
+    const result = await this.nc.request<{ path: string }>(ServerCommands.conversationSave, { uri: ed.document.uri.toString(), name: name.trim() });
+    this.notify({ level: 'info', message: `nagent: conversation saved as ${name.trim()}.` }, { title: 'Open', run: () => this.conversations.show(api.Uri.file(result.path)) });
+    return result;
+  }
+
+  async conversationLoad(arg: unknown): Promise<{ path: string }> {
+    const ed = await this.conversationTarget(arg);
+    const saved = await this.savedConversations();
+    let name: string | undefined;
+    if (saved.length) {
+      const pick = await api.showQuickPick(saved.map((n) => ({ label: n })), { title: 'nagent: Load Saved Conversation', placeHolder: `Continue ${path.basename(ed.document.fileName)} from a saved conversation` });
+      name = pick?.label;
+    } else {
+      name = await api.showInputBox({ title: 'nagent: Load Saved Conversation', prompt: 'Name of the saved conversation', ignoreFocusOut: true });
+    }
+    if (!name || !name.trim()) throw new Dismissed();
+    const result = await this.nc.request<{ path: string }>(ServerCommands.conversationLoad, { uri: ed.document.uri.toString(), name: name.trim() });
+    await this.conversations.show(api.Uri.file(result.path));
+    return result;
+  }
+
+  private async savedConversations(): Promise<string[]> {
+    const root = this.nc.status?.stateRoot;
+    if (!root) return [];
+    try {
+      return (await fs.promises.readdir(path.join(root, 'conversations', 'saved'))).filter((n) => !n.startsWith('.')).sort();
+    } catch {
+      return [];
+    }
+  }
+
+  async conversationCompact(arg: unknown): Promise<Record<string, unknown>> {
+    const ed = await this.conversationTarget(arg);
+    const instruction = await api.showInputBox({ title: 'nagent: Compact Conversation', prompt: 'What the summary must keep (optional); the full conversation is archived first', ignoreFocusOut: true });
+    if (instruction === undefined) throw new Dismissed();
+    const args: Record<string, unknown> = { uri: ed.document.uri.toString() };
+    if (instruction.trim()) args.instruction = instruction.trim();
+    const result = await this.nc.working('compacting the conversation', () =>
+      this.conversations.withSync(() => this.nc.request<Record<string, unknown>>(ServerCommands.conversationCompact, args)),
+    );
+    const before = typeof result.tokensBefore === 'number' ? result.tokensBefore : undefined;
+    const after = typeof result.tokensAfter === 'number' ? result.tokensAfter : undefined;
+    this.notify({ level: 'info', message: `nagent: conversation compacted${before !== undefined && after !== undefined ? ` (${before} → ${after} tokens)` : ''}.` });
+    return result;
+  }
+
+  async conversationSummarize(arg: unknown): Promise<{ summary: string }> {
+    const ed = await this.conversationTarget(arg);
+    const result = await this.nc.working('summarizing the conversation', () =>
+      this.nc.request<{ summary: string }>(ServerCommands.conversationSummarize, { uri: ed.document.uri.toString() }),
+    );
+    const name = path.basename(ed.document.fileName);
+    await this.panels.show(`conversation-summary:${ed.document.uri.toString()}`, `Conversation Summary — ${name}`, `# Conversation of ${name}\n\n${result.summary}`, true);
+    return result;
+  }
+
+  async conversationList(): Promise<{ files: number; picked?: string }> {
+    const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {});
+    const files = list.files ?? [];
+    if (files.length === 0) {
+      this.notify({ level: 'info', message: 'nagent: no conversations yet — run a request on a file first.' });
+      return { files: 0 };
+    }
+    const items = files.map((f) => ({ label: api.relativeName(/^[a-z][\w+.-]*:/i.test(f.path) && !path.isAbsolute(f.path) ? f.path : api.Uri.file(f.path).toString()), detail: f.conversation, conversation: f.conversation }));
+    const pick = await api.showQuickPick(items, { title: 'nagent: Conversations', placeHolder: 'Open the conversation of a file', matchOnDetail: true });
+    if (!pick) return { files: files.length };
+    await this.conversations.show(api.Uri.file(pick.conversation));
+    return { files: files.length, picked: pick.conversation };
+  }
+
+  /** A quick pick whose broken definitions (`problems[]` of the list) are shown too, not silently dropped (issue 25). */
+  private async pickWithProblems<T extends vscode.QuickPickItem>(items: T[], problems: string[] | undefined, options: vscode.QuickPickOptions): Promise<T> {
+    type Row = T | (vscode.QuickPickItem & { problem: string });
+    const rows: Row[] = [...items];
+    const bad = (problems ?? []).filter((p) => typeof p === 'string' && p);
+    if (bad.length) {
+      rows.push({ label: 'Not loaded', kind: -1 } as Row);
+      for (const p of bad) rows.push({ label: `$(warning) ${firstLine(p, 90)}`, detail: p, problem: p });
+      for (const p of bad) this.nc.log.warn(`definition problem: ${p}`);
+    }
+    const pick = await api.showQuickPick(rows, options);
+    if (!pick) throw new Dismissed();
+    if ('problem' in pick) {
+      throw new UserFacing(pick.problem);
+    }
+    return pick as T;
   }
 
   // ----- conversations -------------------------------------------------------------------------
@@ -671,3 +965,4 @@ function snapshot(d: vscode.TextDocument): DocumentSnapshot {
     text: text.length > MAX_REPORT_TEXT ? text.slice(0, MAX_REPORT_TEXT) : text,
   };
 }
+

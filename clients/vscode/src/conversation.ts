@@ -7,7 +7,7 @@
  */
 import * as fs from 'fs';
 import type * as vscode from 'vscode';
-import { conversationFolds, INITIAL_CONTEXT, isConversationPath, LANGUAGE_ID } from './pure/conversation';
+import { conversationFolds, INITIAL_CONTEXT, isConversationPath, LANGUAGE_ID, shouldFollowEnd } from './pure/conversation';
 import * as api from './vscodeapi';
 
 export function isConversationDocument(doc: vscode.TextDocument): boolean {
@@ -18,6 +18,10 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   private readonly prepared = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly reloads = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Line count of each conversation at its last change: where "the end" was before a reload. */
+  private readonly lineCounts = new Map<string, number>();
+  /** Runs in flight (withSync): the server may append to a conversation meanwhile. */
+  private running = 0;
 
   constructor(private readonly log: vscode.LogOutputChannel) {
     this.disposables.push(
@@ -26,11 +30,20 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
       api.onDidChangeActiveTextEditor((e) => {
         if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
       }),
-      api.onDidCloseTextDocument((d) => this.prepared.delete(d.uri.toString())),
-      // the server appended (the clean buffer was reloaded from disk): follow the end, fold the context again
+      api.onDidCloseTextDocument((d) => {
+        this.prepared.delete(d.uri.toString());
+        this.lineCounts.delete(d.uri.toString());
+      }),
+      // the server appended (the clean buffer was reloaded from disk): follow the end, fold the context again —
+      // but only while one of our runs is in flight or the user was already at the end. A user editing an
+      // earlier turn (autosave makes the buffer clean again) must keep the cursor where they type (issue 25 #3).
       api.onDidChangeTextDocument((e) => {
-        if (e.document.isDirty || !isConversationDocument(e.document) || e.contentChanges.length === 0) return;
+        if (!isConversationDocument(e.document) || e.contentChanges.length === 0) return;
         const key = e.document.uri.toString();
+        const before = this.lineCounts.get(key) ?? e.document.lineCount;
+        this.lineCounts.set(key, e.document.lineCount);
+        const cursor = api.visibleEditors().find((ed) => ed.document === e.document)?.selection.active.line;
+        if (!shouldFollowEnd({ dirty: e.document.isDirty, running: this.running > 0, cursorLine: cursor, lineCountBefore: before })) return;
         clearTimeout(this.reloads.get(key));
         this.reloads.set(
           key,
@@ -71,6 +84,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   /** Fold the initial context and go to the end (the editor must be the active one). */
   private async prepare(editor: vscode.TextEditor): Promise<void> {
     this.prepared.add(editor.document.uri.toString());
+    this.lineCounts.set(editor.document.uri.toString(), editor.document.lineCount);
     const fold = conversationFolds(editor.document.getText()).find((f) => f.tag === INITIAL_CONTEXT);
     if (fold && api.activeEditor() === editor) {
       try {
@@ -93,10 +107,15 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
         }
       }
     }
+    this.running++;
     try {
       return await fn();
     } finally {
-      await this.refresh();
+      try {
+        await this.refresh();
+      } finally {
+        this.running--;
+      }
     }
   }
 

@@ -40,6 +40,7 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
       });
     },
     onHover: (uri, markdown) => handlers?.report('hover', true, { uri, markdown }),
+    onStream: (params) => handlers?.onStream(params),
     showDocument: async (uri) => {
       if (!handlers || uri.scheme !== 'file' || !isConversationPath(uri.fsPath)) return false;
       await handlers.conversations.show(uri);

@@ -20,7 +20,8 @@ export interface ReviewHost {
   request<T>(command: string, arg: Record<string, unknown>): Promise<T>;
   /** Called before and after the server changes files and conversations. */
   withConversationSync<T>(fn: () => Promise<T>): Promise<T>;
-  showAnswer(kind: string, file: string, request: string | undefined, response: string, outcome?: string): Promise<void>;
+  /** `key`: the proposal id, so that the run's entry is updated instead of added again. */
+  showAnswer(kind: string, file: string, request: string | undefined, response: string, outcome?: string, key?: string, warnings?: string[]): Promise<void>;
   /** Show the Answers panel again (beside the diff), without adding an answer. */
   revealAnswers(): Promise<void>;
   notify(level: 'info' | 'warning', message: string): void;
@@ -58,6 +59,26 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
     );
   }
 
+  /** Forget a proposal decided elsewhere (inline, hunk by hunk): close its diff, drop the local decisions. */
+  async forget(id: string): Promise<void> {
+    if (!this.reviews.delete(id)) return;
+    await this.closeEditors(id);
+    await this.updateContext();
+  }
+
+  /** The hunk of a proposal diff (right side) at a line: the one that holds it, else the next one. */
+  async hunkAt(uri: vscode.Uri, line: number): Promise<{ id: string; hunkId: string } | undefined> {
+    if (uri.scheme !== PROPOSAL_SCHEME) return undefined;
+    const { id, file } = parseProposalUri(uri);
+    const f = this.reviews.get(id)?.proposal.files.find((x) => x.uri === file);
+    const st = this.reviews.get(id);
+    if (!f || !st) return undefined;
+    const view = proposedView(await currentText(f), f.hunks, st.decisions);
+    const placed = view.hunks.filter((h) => !h.missing).sort((a, b) => a.startLine - b.startLine);
+    const hit = placed.find((h) => h.startLine <= line && line <= h.endLine) ?? placed.find((h) => h.startLine >= line) ?? placed[placed.length - 1];
+    return hit ? { id, hunkId: hit.id } : undefined;
+  }
+
   pending(): string[] {
     return [...this.reviews.keys()];
   }
@@ -91,6 +112,9 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       const range = new api.Range(h.startLine, 0, h.startLine, 0);
       if (h.missing) {
         lenses.push(new api.CodeLens(range, { title: `$(warning) change ${h.id} no longer matches the file`, command: '' }));
+      }
+      for (const w of f.hunks.find((x) => x.id === h.id)?.warnings ?? []) {
+        lenses.push(new api.CodeLens(range, { title: `$(warning) ${w}`, tooltip: w, command: '' }));
       }
       if (!h.decision) {
         lenses.push(
@@ -138,7 +162,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       await this.updateContext();
       if (st.response) {
         const first = proposal.files[0];
-        await this.host.showAnswer('Proposal', first ? first.path || first.uri : '', proposal.request, st.response, 'awaiting review');
+        await this.host.showAnswer('Proposal', first ? first.path || first.uri : '', proposal.request, st.response, 'awaiting review', id, proposalWarnings(proposal));
       }
     }
     const index = fileIndex ?? Math.max(0, nextUndecidedFile(st.proposal, st.decisions));
@@ -211,7 +235,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       const outcome = reviewOutcome(accept.length - conflicts, rejected, conflicts);
       this.host.notify(conflicts ? 'warning' : 'info', `nagent review: ${outcome}.`);
       const first = st.proposal.files[0];
-      await this.host.showAnswer('Review', first ? first.path || first.uri : '', st.proposal.request, st.response ?? '', outcome);
+      await this.host.showAnswer('Review', first ? first.path || first.uri : '', st.proposal.request, st.response ?? '', outcome, id);
       const buffers: Record<string, string> = {};
       for (const f of st.proposal.files) {
         const d = api.textDocuments().find((x) => x.uri.scheme === 'file' && x.uri.fsPath === api.Uri.parse(f.uri).fsPath);
@@ -304,4 +328,9 @@ async function currentText(f: ProposalFile): Promise<string> {
   } catch {
     return '';
   }
+}
+
+/** The sentences a proposal carries besides its hunks: coupled files not touched (issue 26). */
+export function proposalWarnings(p: Proposal): string[] {
+  return (p.coupling ?? []).map((c) => c.message).filter((m): m is string => typeof m === 'string' && m !== '');
 }

@@ -12,6 +12,9 @@ export {
   EventEmitter,
   FoldingRange,
   FoldingRangeKind,
+  MarkdownString,
+  OverviewRulerLane,
+  Position,
   ProgressLocation,
   Range,
   Selection,
@@ -19,6 +22,7 @@ export {
   TabInputText,
   TabInputTextDiff,
   TextEditorRevealType,
+  ThemeColor,
   Uri,
   ViewColumn,
   WorkspaceEdit,
@@ -125,6 +129,11 @@ export function showModalWarning(message: string, ...items: string[]): Thenable<
   return vscode.window.showWarningMessage(message, { modal: true }, ...items);
 }
 
+/** A modal question at information level: it waits until the user answers (or dismisses it). */
+export function showModalInformation(message: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showInformationMessage(message, { modal: true }, ...items);
+}
+
 /** A modal warning with a longer detail under its message (e.g. a list of files). */
 export function showModalWarningDetail(message: string, detail: string, ...items: string[]): Thenable<string | undefined> {
   return vscode.window.showWarningMessage(message, { modal: true, detail }, ...items);
@@ -150,6 +159,19 @@ export function registerTextDocumentContentProvider(scheme: string, provider: vs
 
 export function registerCodeLensProvider(selector: vscode.DocumentSelector, provider: vscode.CodeLensProvider): vscode.Disposable {
   return vscode.languages.registerCodeLensProvider(selector, provider);
+}
+
+export function createTextEditorDecorationType(options: vscode.DecorationRenderOptions): vscode.TextEditorDecorationType {
+  return vscode.window.createTextEditorDecorationType(options);
+}
+
+export function registerCompletionItemProvider(selector: vscode.DocumentSelector, provider: vscode.CompletionItemProvider, ...triggers: string[]): vscode.Disposable {
+  return vscode.languages.registerCompletionItemProvider(selector, provider, ...triggers);
+}
+
+/** Workspace files matching a glob (for the `@path` picker), excluding the usual ignored folders. */
+export function findFiles(include: string, exclude: string | null, max: number): Thenable<vscode.Uri[]> {
+  return vscode.workspace.findFiles(include, exclude, max);
 }
 
 export function registerFoldingRangeProvider(selector: vscode.DocumentSelector, provider: vscode.FoldingRangeProvider): vscode.Disposable {

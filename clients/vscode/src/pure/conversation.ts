@@ -67,3 +67,19 @@ export function trailingRequest(text: string): { request: string; start: number 
   if (!request) return undefined;
   return { request, start: afterLastBlock + (tail.length - tail.trimStart().length) };
 }
+
+/**
+ * Whether a change of a conversation's buffer should move its editor to the end: only a reload from
+ * disk (clean buffer) while a run may append to it, or when the cursor was on the last line already
+ * (following the conversation). Never for the user's own edit of an earlier part (issue 25 #3).
+ */
+export function shouldFollowEnd(c: { dirty: boolean; running: boolean; cursorLine: number | undefined; lineCountBefore: number }): boolean {
+  if (c.dirty) return false;
+  if (c.running) return true;
+  return c.cursorLine !== undefined && c.cursorLine >= c.lineCountBefore - 1;
+}
+
+/** `@path`, quoted when the path has spaces (`@"a b.py"`, contracts.md D). */
+export function mentionText(rel: string): string {
+  return /\s|"/.test(rel) ? `@"${rel.replace(/"/g, '\\"')}"` : `@${rel}`;
+}

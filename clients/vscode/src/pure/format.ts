@@ -12,11 +12,11 @@ export function formatCount(n: number | undefined | null): string {
   return `${(v / 1_000_000).toFixed(1).replace(/\.0$/, '')}M`;
 }
 
-/** A cost in the model profile's currency units: 4 decimals below 0.01, else 2. */
+/** A cost in US dollars (the server's unit, issue 25 "cost has no unit"): 4 decimals below 0.01, else 2. */
 export function formatCost(cost: number | undefined | null): string {
   if (cost === undefined || cost === null || !Number.isFinite(cost) || cost < 0) return '';
-  if (cost === 0) return '0';
-  return cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2);
+  if (cost === 0) return '$0';
+  return '$' + (cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2));
 }
 
 export function formatTokens(t: Tokens | undefined | null): string {
@@ -155,6 +155,11 @@ export function editNotice(r: EditResult, outside = ''): Notice {
 }
 
 function plainEditNotice(r: EditResult): Notice {
+  if (typeof r.message === 'string' && r.message.trim()) {
+    // the server formats the line once for every editor (contract D): shown verbatim
+    const failed = !r.applied && !proposalId(r.proposal) && !isAnswerOnly(r);
+    return { level: failed ? 'warning' : 'info', message: /^nagent\b/i.test(r.message) ? r.message : `nagent: ${r.message}` };
+  }
   const tokens = r.tokens ? ` (${formatTokens(r.tokens)})` : '';
   const response = firstLine(r.response);
   if (!r.applied && proposalId(r.proposal)) {
@@ -170,6 +175,10 @@ function plainEditNotice(r: EditResult): Notice {
       level: 'info',
       message: `nagent applied ${n} edit${n === 1 ? '' : 's'}${response ? `: ${response}` : '.'}${tokens}`,
     };
+  }
+  if (isAnswerOnly(r)) {
+    // a plan/explain answer, or a request that needed no change: an answer, not a failure
+    return { level: 'info', message: `nagent answered${response ? `: ${response}` : '.'}${tokens}` };
   }
   const reason = r.reason ? `: ${r.reason}` : '';
   return {
@@ -303,8 +312,14 @@ export function formatDate(value: string | number, now: Date = new Date()): stri
 
 /** One answer as the Answers panel shows it (Markdown). */
 export interface AnswerEntry {
+  /** One run's entry (its proposal id, or the stream's token): later updates replace it, see upsertAnswer. */
+  key?: string;
   /** e.g. "Edit", "Recipe tests", "Review" */
   kind: string;
+  /** Extra lines shown as warnings: coupled files not touched, recent fixes, mentions not included. */
+  warnings?: string[];
+  /** Still arriving (nagent/stream). */
+  streaming?: boolean;
   file: string;
   request?: string;
   response: string;
@@ -322,7 +337,9 @@ export function answerMarkdown(a: AnswerEntry): string {
   out.push(`### ${a.kind} · ${mdEscape(path.basename(a.file))} · ${formatDate(a.time.toISOString(), a.time)}`);
   if (a.request) out.push(`> ${mdEscape(a.request).replace(/\n/g, '\n> ')}`);
   out.push(a.response.trim() ? a.response.trim() : '_(no answer text)_');
+  if (a.streaming) out.push('_… answering_');
   if (a.outside) out.push(`**⚠ ${mdEscape(a.outside)}**`);
+  for (const w of a.warnings ?? []) out.push(`⚠ ${mdEscape(w)}`);
   if (a.outputs && Object.keys(a.outputs).length > 0) {
     out.push('**Outputs**');
     for (const [k, v] of Object.entries(a.outputs)) {
@@ -344,7 +361,34 @@ export function answerMarkdown(a: AnswerEntry): string {
 export function editOutcome(r: EditResult | RecipeRunResult): string {
   if (r.applied) return `applied ${r.edits ?? 0} edit${r.edits === 1 ? '' : 's'}`;
   if (proposalId(r.proposal)) return 'awaiting review';
+  if (isAnswerOnly(r)) return 'answered, no file changed';
   return r.reason ? `not applied: ${r.reason}` : 'no change';
+}
+
+/** A run that answered without changing a file (plan/explain agents and recipes, questions): not a failure. */
+export function isAnswerOnly(r: EditResult | RecipeRunResult): boolean {
+  return !r.applied && !proposalId(r.proposal) && (!r.reason || /^no change/i.test(r.reason));
+}
+
+/**
+ * Put an answer at the top of the list. An entry with the same `key` (one run: its edit, its proposal,
+ * its review) is updated in place instead of added again (issue 25: "the Answers panel triples entries
+ * for one reviewed run"); fields the update leaves empty keep their value.
+ */
+export function upsertAnswer(list: AnswerEntry[], entry: AnswerEntry, max = 20): AnswerEntry[] {
+  const i = entry.key ? list.findIndex((a) => a.key === entry.key) : -1;
+  let merged = entry;
+  if (i >= 0) {
+    const old = list[i];
+    merged = { ...old };
+    for (const [k, v] of Object.entries(entry) as [keyof AnswerEntry, unknown][]) {
+      if (v === undefined || v === '' || (Array.isArray(v) && v.length === 0)) continue;
+      (merged as unknown as Record<string, unknown>)[k] = v;
+    }
+    merged.kind = old.kind;
+  }
+  const rest = list.filter((_, j) => j !== i);
+  return [merged, ...rest].slice(0, max);
 }
 
 function mdEscape(s: string): string {

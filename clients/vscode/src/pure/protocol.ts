@@ -18,6 +18,8 @@ export const ServerCommands = {
   conversationLoad: 'nagent.conversation.load',
   conversationSummarize: 'nagent.conversation.summarize',
   conversationCompact: 'nagent.conversation.compact',
+  conversationSend: 'nagent.conversation.send',
+  attributionAt: 'nagent.attribution.at',
   reviewList: 'nagent.review.list',
   reviewShow: 'nagent.review.show',
   reviewApply: 'nagent.review.apply',
@@ -59,7 +61,7 @@ export interface Tokens {
   cacheRead?: number;
   /** Tokens spent on folding memory (DESIGN §11). */
   memory?: number;
-  /** Cost in the model profile's currency units, when the profile has a price. */
+  /** Cost in US dollars, when the model profile has a price. */
   cost?: number | null;
 }
 
@@ -84,6 +86,31 @@ export interface EditResult {
   /** Set when a `range` was given and the run changed lines outside it. */
   outsideSelection?: boolean;
   outsideLines?: OutsideLines[];
+  /** One human line formatted by the server (contract D): shown verbatim. */
+  message?: string;
+  /** Files that usually change with the target and were not touched (contract B). */
+  coupling?: Coupling[];
+  historyWarnings?: { uri: string; line: number; message: string }[];
+  /** `@path` mentions of the request (contract D). */
+  mentions?: Mention[];
+  /** nagent.conversation.send: the request taken from the conversation's draft. */
+  request?: string;
+}
+
+export interface Coupling {
+  uri: string;
+  partner: string;
+  partnerUri?: string;
+  rate: number;
+  commits: number;
+  total: number;
+  message: string;
+}
+
+export interface Mention {
+  path: string;
+  included: boolean;
+  reason?: string | null;
 }
 
 /** Per file, the 0-based lines (of the text the run started from) changed outside the selection. */
@@ -114,6 +141,10 @@ export interface Hunk {
   range: LspRange;
   oldText: string;
   newText: string;
+  /** false when the hunk's lines changed since it was proposed. */
+  applies?: boolean;
+  /** History warnings (contract B): "changes lines from abc1234 'Fix race…' (Alice, 3 days ago)". */
+  warnings?: string[];
 }
 export interface ProposalFile {
   uri: string;
@@ -126,6 +157,7 @@ export interface Proposal {
   request: string;
   files: ProposalFile[];
   response?: string;
+  coupling?: Coupling[];
   [extra: string]: unknown;
 }
 export interface ReviewApplyResult {
@@ -134,9 +166,11 @@ export interface ReviewApplyResult {
   files: unknown[];
   rejected: string[];
   conflicts: string[];
+  pending?: string[];
 }
 export interface ReviewDiscardResult {
   rejected: string[];
+  pending?: string[];
 }
 
 export interface AgentInfo {
@@ -147,6 +181,8 @@ export interface AgentInfo {
 }
 export interface AgentsListResult {
   agents: AgentInfo[];
+  /** One message per bad or shadowed agent file. */
+  problems?: string[];
 }
 export interface RecipeInfo {
   name: string;
@@ -154,9 +190,12 @@ export interface RecipeInfo {
   source: 'builtin' | 'user' | 'workspace' | string;
   path: string;
   steps: number | unknown[];
+  /** The recipe uses `userRequest`: ask for one (else run at once). */
+  needsRequest?: boolean;
 }
 export interface RecipesListResult {
   recipes: RecipeInfo[];
+  problems?: string[];
 }
 export interface RecipeRunResult {
   outputs: Record<string, unknown>;
@@ -170,6 +209,9 @@ export interface RecipeRunResult {
   files?: FileChangeSummary[];
   outsideSelection?: boolean;
   outsideLines?: OutsideLines[];
+  message?: string;
+  coupling?: Coupling[];
+  mentions?: Mention[];
 }
 
 export interface ConversationListResult {
@@ -250,6 +292,38 @@ export interface TrustResult {
 export interface ConversationOpenResult {
   path: string;
   shown: boolean;
+  /** 0-based line where the next request (the draft) is typed (contract D). */
+  draftLine?: number;
+}
+
+/** nagent.attribution.at (contract C). */
+export interface Attribution {
+  source: 'nagent' | 'notes' | 'git' | string;
+  tool?: string | null;
+  model?: string | null;
+  agent?: string | null;
+  sessionId?: string | null;
+  conversationPath?: string | null;
+  conversationUri?: string | null;
+  turn?: number | null;
+  /** 0-based line of that turn in the conversation file. */
+  conversationLine?: number | null;
+  request?: string | null;
+  time?: string | null;
+  commit?: string | null;
+  message: string;
+}
+export interface AttributionResult {
+  attribution: Attribution | null;
+}
+
+/** nagent.stream notification params (contract A). */
+export interface StreamParams {
+  token: string | number | null;
+  uri: string;
+  delta: string;
+  turn: number;
+  done?: boolean;
 }
 export interface ConversationClearResult {
   archivedPath: string | null;

@@ -29,10 +29,12 @@ export interface ResolveInput {
   probeModule: (python: string) => Promise<string | undefined>;
   /** Absolute path of an executable on PATH, or undefined. */
   findOnPath: (name: string) => string | undefined;
+  /** Is this path an executable file? (checks `nagent.server.command`'s program; absent: not checked) */
+  isExecutable?: (p: string) => boolean;
 }
 
 export type Resolution =
-  | { ok: true; launch: ServerLaunch; notes: string[] }
+  | { ok: true; launch: ServerLaunch; notes: string[]; warning?: string }
   | { ok: false; message: string; notes: string[] };
 
 export const MODULE = 'nagent_lsp';
@@ -41,9 +43,22 @@ export const EXECUTABLE = 'nagent-lsp';
 export async function resolveServer(input: ResolveInput): Promise<Resolution> {
   const notes: string[] = [];
   const argv = (input.command ?? []).filter((s) => typeof s === 'string');
+  let badCommand: string | undefined;
   if (argv.length > 0 && argv[0].trim() !== '') {
-    return { ok: true, launch: { command: argv[0], args: argv.slice(1), source: 'nagent.server.command' }, notes };
+    const program = argv[0];
+    const found = !input.isExecutable || (program.includes('/') || program.includes('\\') ? input.isExecutable(program) : input.findOnPath(program) !== undefined);
+    if (found) return { ok: true, launch: { command: program, args: argv.slice(1), source: 'nagent.server.command' }, notes };
+    // the README promises "the first of these that works": go on with the others, and say so once
+    badCommand = `nagent.server.command names "${program}", which is not an executable file${program.includes('/') ? '' : ' on PATH'}`;
+    notes.push(badCommand);
   }
+  const r = await resolveRest(input, notes);
+  if (!badCommand) return r;
+  if (r.ok) return { ...r, warning: `nagent: ${badCommand}; started the server from ${r.launch.source} instead (${[r.launch.command, ...r.launch.args].join(' ')}). Fix or clear the setting.` };
+  return { ok: false, message: `nagent: ${badCommand}, and no other server was found. Fix the setting, or install nagent-lsp (see "nagent: How to Install").`, notes };
+}
+
+async function resolveRest(input: ResolveInput, notes: string[]): Promise<Resolution> {
   const python = (input.python ?? '').trim();
   if (python) {
     const problem = await input.probeModule(python);

@@ -134,3 +134,33 @@ export function clearedKeys(sentAtStart: Record<string, unknown>, now: Record<st
   const current = new Set(flatKeys(now));
   return flatKeys(sentAtStart).filter((k) => !current.has(k));
 }
+
+/** The value at a dotted key of a nested settings object (undefined when absent). */
+export function valueAt(settings: Record<string, unknown> | undefined, key: string): unknown {
+  let node: unknown = settings;
+  for (const part of key.split('.')) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+
+/** The scalar settings (dotted keys) whose value differs between two sent settings objects. */
+export function changedScalars(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of flatKeys(after)) {
+    const v = valueAt(after, key);
+    if ((typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && v !== valueAt(before, key)) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * True when the server's effective settings (`nagent.status` `settings`) hold every expected value: the
+ * server applied a didChangeConfiguration (it pulls workspace/configuration first, so a status asked
+ * right after the notification still shows the previous model — issue 25 #8).
+ */
+export function settingsApplied(expected: Record<string, unknown>, effective: Record<string, unknown> | undefined): boolean {
+  if (!effective) return false;
+  return Object.entries(expected).every(([k, v]) => valueAt(effective, k) === v);
+}

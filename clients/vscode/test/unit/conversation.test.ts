@@ -46,3 +46,10 @@ test('the request typed after the last block', () => {
   // text inside the conversation (not after the last block) is not a request
   assert.equal(trailingRequest('<user-prompt>\nx\n</user-prompt>\n'), undefined);
 });
+
+test('@path mentions: plain, or quoted when the path has spaces (contracts.md D)', async () => {
+  const { mentionText } = await import('../../src/pure/conversation');
+  assert.equal(mentionText('src/calc.py'), '@src/calc.py');
+  assert.equal(mentionText('docs/a b.md'), '@"docs/a b.md"');
+  assert.equal(mentionText('x"y z.py'), '@"x\\"y z.py"');
+});

@@ -136,12 +136,13 @@ test('command arguments: one object, range only when not empty', () => {
 });
 
 test('cost and cache beside tokens', () => {
-  assert.equal(formatCost(0.0042), '0.0042');
-  assert.equal(formatCost(1.234), '1.23');
+  // the server's cost is in US dollars: the unit is shown (issue 25 "cost has no unit")
+  assert.equal(formatCost(0.0042), '$0.0042');
+  assert.equal(formatCost(1.234), '$1.23');
   assert.equal(formatCost(null), '');
-  assert.equal(formatTokens({ input: 1500, output: 20, turns: 2, cacheRead: 1000, cost: 0.0042 }), '2 turns, 1.5k in / 20 out tokens, 1k cached, cost 0.0042');
+  assert.equal(formatTokens({ input: 1500, output: 20, turns: 2, cacheRead: 1000, cost: 0.0042 }), '2 turns, 1.5k in / 20 out tokens, 1k cached, cost $0.0042');
   const v = statusBarView('running', 'm', { input: 1000, output: 10, cost: 0.5 });
-  assert.match(v.text, /1k↑ 10↓ · 0\.50$/);
+  assert.match(v.text, /1k↑ 10↓ · \$0\.50$/);
 });
 
 test('status bar shows a running state and a cancelled run keeps the last figures', () => {
@@ -176,7 +177,7 @@ test('an answer as Markdown: file, request, response, tokens and cost', () => {
   assert.match(md, /### Edit · app\.py/);
   assert.match(md, /> rename greet/);
   assert.match(md, /Renamed it\./);
-  assert.match(md, /applied 1 edit · 1\.2k in \/ 30 out tokens, cost 0\.01/);
+  assert.match(md, /applied 1 edit · 1\.2k in \/ 30 out tokens, cost \$0\.01/);
 });
 
 test('an edit awaiting review says so', () => {

@@ -13,6 +13,8 @@ test('every extension command is contributed and every contributed command is im
 test('extension command ids never collide with server command ids (client start would fail)', () => {
   const server = new Set<string>(Object.values(ServerCommands));
   for (const id of contributed) {
+    // nagent.openAttribution: the client command the server's hover links name (contracts.md C); the server never advertises it
+    if (id === Commands.openAttribution) continue;
     assert.ok(id.startsWith('nagent.vscode.'), `${id} must live under nagent.vscode.`);
     assert.ok(!server.has(id), `${id} is also a server command`);
   }
@@ -53,4 +55,21 @@ test('commands carry the palette titles the docs and the e2e test use', () => {
   assert.equal(title(Commands.editSelection)?.title, 'Edit Selection…');
   assert.equal(title(Commands.openConversation)?.title, 'Open File Conversation');
   for (const c of manifest.contributes.commands) assert.equal(c.category, 'nagent');
+});
+
+test('one hunk has a keyboard path: accept/reject the change at the cursor (issue 25)', () => {
+  const keys = manifest.contributes.keybindings;
+  for (const c of [Commands.acceptHunkAtCursor, Commands.rejectHunkAtCursor]) {
+    const k = keys.find((x) => x.command === c);
+    assert.ok(k, `no keybinding for ${c}`);
+    assert.match(k.when ?? '', /nagent\.(inline)?[rR]eviewPending/);
+  }
+});
+
+test('the conversation commands (save, load, compact, summarize, list) are in the command palette (issue 25)', () => {
+  const hidden = new Set(((manifest.contributes.menus as unknown as Record<string, { command?: string; when?: string }[]>).commandPalette ?? []).filter((e) => e.when === 'false').map((e) => e.command));
+  for (const c of [Commands.conversationSave, Commands.conversationLoad, Commands.conversationCompact, Commands.conversationSummarize, Commands.conversationList]) {
+    assert.ok(contributed.includes(c), c);
+    assert.ok(!hidden.has(c), `${c} is hidden from the palette`);
+  }
 });

@@ -107,3 +107,18 @@ test('findOnPath finds only executable files, in PATH order', () => {
 test('describeLaunch quotes arguments with spaces', () => {
   assert.equal(describeLaunch({ command: '/a b/python', args: ['-m', 'nagent_lsp'], source: 'nagent.server.python' }), '"/a b/python" -m nagent_lsp (from nagent.server.python)');
 });
+
+test('1b. a nagent.server.command that does not exist falls back to the next way, with one warning (issue 25)', async () => {
+  const i = input({ command: ['/nope/bin/nagent-lsp'], isExecutable: () => false, findOnPath: (n) => (n === 'nagent-lsp' ? '/usr/bin/nagent-lsp' : undefined) });
+  const r = await resolveServer(i);
+  assert.ok(r.ok, JSON.stringify(r));
+  assert.deepEqual(r.launch, { command: '/usr/bin/nagent-lsp', args: [], source: 'PATH' });
+  assert.match(r.warning ?? '', /nagent\.server\.command names "\/nope\/bin\/nagent-lsp", which is not an executable file; started the server from PATH/);
+  // a bare name is looked up on PATH
+  const bare = await resolveServer(input({ command: ['no-such-lsp', '--x'], isExecutable: () => true, findOnPath: () => undefined, python: '' }));
+  assert.ok(!bare.ok);
+  assert.match(bare.message, /"no-such-lsp", which is not an executable file on PATH, and no other server was found/);
+  // an existing command is used as given, without a warning
+  const good = await resolveServer(input({ command: ['/ok/nagent-lsp'], isExecutable: (p) => p === '/ok/nagent-lsp' }));
+  assert.ok(good.ok && good.launch.source === 'nagent.server.command' && good.warning === undefined);
+});

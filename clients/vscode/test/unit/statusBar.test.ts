@@ -50,13 +50,13 @@ test('the last run: tokens and, with a priced profile, its cost', () => {
   bar.noteTokens({ input: 2700, output: 360, turns: 2 });
   assert.equal(item.text, '$(hubot) scripted · 2.7k↑ 360↓');
   bar.noteTokens({ input: 2700, output: 360, turns: 2, cost: 0.00342 });
-  assert.equal(item.text, '$(hubot) scripted · 2.7k↑ 360↓ · 0.0034');
-  assert.match(String(item.tooltip), /Last run: .*cost 0\.0034/);
+  assert.equal(item.text, '$(hubot) scripted · 2.7k↑ 360↓ · $0.0034');
+  assert.match(String(item.tooltip), /Last run: .*cost \$0\.0034/);
   assert.equal(bar.lastTokens?.cost, 0.00342);
   // a run that spent nothing (cancelled before the first model call) keeps the previous figures
   bar.noteTokens({ input: 0, output: 0 });
   bar.noteTokens(undefined);
-  assert.equal(item.text, '$(hubot) scripted · 2.7k↑ 360↓ · 0.0034');
+  assert.equal(item.text, '$(hubot) scripted · 2.7k↑ 360↓ · $0.0034');
   // an unpriced run shows no cost
   bar.noteTokens({ input: 12_345, output: 678, cost: null });
   assert.equal(item.text, '$(hubot) scripted · 12k↑ 678↓');
@@ -78,7 +78,7 @@ test('runs in flight spin, one label or a count, and the last tokens come back a
   assert.equal(item.text, '$(sync~spin) m · recipe explain');
   release2();
   await assert.rejects(run2, /boom/);
-  assert.equal(item.text, '$(hubot) m · 100↑ 20↓ · 1.50');
+  assert.equal(item.text, '$(hubot) m · 100↑ 20↓ · $1.50');
 });
 
 test('a run shows only while the server runs; dispose disposes the item', () => {

@@ -299,6 +299,12 @@ class NagentAgent:
         except (UserError, ModelError) as exc:
             state.port.send(update_agent_message_text(f"nagent: {exc}"))
             reason = "end_turn"
+        except RequestError:
+            raise
+        except Exception as exc:  # a defect: said to the user and logged, never the end of the process
+            log.exception("session/prompt failed")
+            state.port.send(update_agent_message_text(f"nagent: internal error: {type(exc).__name__}: {exc}"))
+            reason = "end_turn"
         finally:
             state.running = False
             state.port.forget_progress()

@@ -392,7 +392,7 @@ def test_the_secret_is_private_and_a_loose_one_is_never_used(isolated_home: Path
 def test_the_state_roots_gitignore(tmp_path: Path) -> None:
     fresh = ensure_root(tmp_path / "fresh" / ".nagent")
     assert (fresh / ".gitignore").read_text() == GITIGNORE
-    for line in ("proposals/", "outputs/", "patches/", "cache/", "splits/", "secret", "txn/"):
+    for line in ("proposals/", "outputs/", "patches/", "cache/", "splits/", "secret", "txn/", "attribution/"):
         assert line in GITIGNORE.splitlines()
     assert "conversations/" not in GITIGNORE.splitlines()  # only its per-user files are (issue 28)
     older = tmp_path / "older" / ".nagent"
@@ -411,6 +411,7 @@ def test_the_state_roots_gitignore(tmp_path: Path) -> None:
         "conversations/.file-index.json*",
         "conversations/.manifest.json.*",
         "conversations/local/",
+        "attribution/",
     ]
     added = tmp_path / "added" / ".nagent"
     added.mkdir(parents=True)

@@ -492,6 +492,39 @@ class GitRepository:
             pos += size + 1  # the content, then a newline
         return out
 
+    # -- attribution (refs/notes/ai): blobs, a commit's parents, new commits, one line's origin -------------------
+    def blob_at(self, rev: str, path: str) -> bytes | None:
+        """The file `path` as committed in `rev` (exact bytes, no filter), or None when it is not there."""
+        return self.cat_blobs([f"{rev}:{path}"]).get(f"{rev}:{path}")
+
+    def commit_parents(self, rev: str) -> list[str]:
+        """The commit `rev` names, then its parents; [] when it is not a commit."""
+        try:
+            out = self.run(["rev-list", "--no-walk", "--parents", f"{rev}^{{commit}}", "--"])
+        except GitError:
+            return []
+        return out.decode("ascii", "replace").split()
+
+    def new_commits(self, head: str, exclude: Iterable[str], limit: int) -> list[str]:
+        """At most `limit` commits reachable from `head` and from none of `exclude`, newest first."""
+        excluded = [e for e in exclude if e]
+        args = ["rev-list", f"--max-count={int(limit)}", head]
+        if excluded:
+            args += ["--ignore-missing", "--not", *excluded]
+        return self.run([*args, "--"]).decode("ascii", "replace").split()
+
+    def line_origin(self, path: str, rev: str, line: int) -> tuple[str, str, int] | None:
+        """(commit, path in it, 1-based line in it) that last changed `line` of `path` at `rev`."""
+        try:
+            out = self.run(["blame", "--porcelain", "--no-textconv", "-L", f"{line},{line}", rev, "--", path])
+        except GitError:
+            return None
+        header = out.split(b"\n", 1)[0].split()
+        name = next((r[9:] for r in out.split(b"\n") if r.startswith(b"filename ")), path.encode())
+        if len(header) < 2:
+            return None
+        return header[0].decode("ascii"), name.decode("utf-8", "surrogateescape"), int(header[1])
+
     def write_notes(
         self, ref: str, notes: dict[str, bytes | str], *, parent: str | None, merge: str | None = None, message: str
     ) -> str:

@@ -56,6 +56,7 @@ class IndexKeeper:
         self.loaded = threading.Event()  # the persisted index has been read (or found missing or unreadable)
         self.first_answer = threading.Event()  # the first request has its answer: a cold build may start
         self.shallow: tuple[float, int] | None = None
+        self.head_listeners: list[Callable[[str | None], None]] = []  # told of every HEAD the view moves to
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-index")
 
     def start(self, build: bool = True, *, after_first_answer: bool = False) -> Future:
@@ -215,6 +216,8 @@ class IndexKeeper:
                 self.on_change()
             self.ctx.counters.incremental += 1
             self.pool.submit(self.persist)
+            for listener in self.head_listeners:
+                listener(head)
             return True
 
     def _rebuild(self, head: str | None, allow: bool) -> bool:

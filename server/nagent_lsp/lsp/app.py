@@ -5,6 +5,7 @@ from __future__ import annotations
 from nagent_lsp.lsp import log_forwarding
 from nagent_lsp.lsp.features import (
     agents,
+    attribution,
     codeaction,
     conversation,
     edit,
@@ -19,7 +20,8 @@ from nagent_lsp.lsp.server import NagentServer
 
 def create_server() -> NagentServer:
     server = NagentServer()
-    for feature in (lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents, review):
+    features = (lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents, review, attribution)
+    for feature in features:
         feature.register(server)
     log_forwarding.attach_client(server)
     return server

@@ -93,6 +93,9 @@ async def apply_change_set(
     outcome = await port.apply_changes(changes, label, Records(state_root, records))
     if not outcome.applied:
         return Applied(outcome)
+    from nagent_lsp.operations.attribution import record_applied  # issue 27: the ledger of who wrote which lines
+
+    await record_applied(session, state_root, outcome.files, target=target, request=request, conversation=conversation)
     await record_in_other_conversations(session, port, outcome.files, target, request, conversation, state_root)
     return Applied(outcome, written[0] if written else None)
 

@@ -82,6 +82,7 @@ class RunResult:
     reason: str | None = None
     proposal: ProposalView | None = None
     reviewRequired: list[str] | None = None
+    message: str = ""  # the one line a client shows, cost in USD (operations.edit_targets.with_message)
 
     def delivered(self, delivery: Delivery) -> Self:
         """This result with the delivery's outcome; a reason the run already gave (maxSteps) stays unless the
@@ -129,6 +130,9 @@ async def deliver_or_propose(
         proposal = propose(
             session, port, state_root, changes, request=request, conversation=conversation, target=target
         )
+        from nagent_lsp.operations.attribution import note_proposed  # the run's model, for when review applies it
+
+        note_proposed(session, state_root, convo.path.name, request)
         attrs_ = {"applied": "false", "reason": AWAITING, "proposal": proposal.id}
         convo.append(render_block("nagent-edit-result", None, attrs_))
         port.end_progress(progress, AWAITING)
@@ -142,6 +146,14 @@ async def deliver_or_propose(
         patch = str(applied.patch) if applied.patch else None
         delivery = Delivery(True, outcome.edits, list(applied.files), patchPath=patch, outcome=outcome)
         block = {"applied": "true", "edits": outcome.edits, "files": len(outcome.files), "patch": applied.patch}
+        convo.append(render_block("nagent-edit-result", None, block))
+    elif outcome.conflict is not None:  # issue 25 item 9: what the user typed meanwhile wins; the change is kept
+        reason = f"{outcome.reason or 'conflict'}; the change is kept as a proposal to review"
+        proposal = propose(
+            session, port, state_root, changes, request=request, conversation=conversation, target=target
+        )
+        delivery = Delivery(False, outcome.edits, reason=reason, proposal=proposal, outcome=outcome)
+        block = {"applied": "false", "reason": reason, "proposal": proposal.id}
         convo.append(render_block("nagent-edit-result", None, block))
     else:
         delivery = Delivery(False, outcome.edits, reason=outcome.reason or "not applied", outcome=outcome)

@@ -15,6 +15,7 @@ from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
 from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
 from nagent_lsp.agent.memory import Memory
+from nagent_lsp.agent.mentions import Mention, read_mentions
 from nagent_lsp.agent.permissions import ShellPermission
 from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import ReadRules
@@ -34,10 +35,13 @@ from nagent_lsp.llm.models import (
 )
 from nagent_lsp.operations.agents import applies_nothing, find_agent, policy_of, run_settings
 from nagent_lsp.operations.args import EditArgs
+from nagent_lsp.operations.attribution import running as attribution_run
 from nagent_lsp.operations.buffers import confined_file, read_rules, read_source, read_source_async
 from nagent_lsp.operations.context_info import rules_context
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.deliver import RunResult, conversation_record
+from nagent_lsp.operations.edit_targets import refuse_state_file, with_message
+from nagent_lsp.operations.profiles import checked_profile, with_profile
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.store.files import file_kind
@@ -64,6 +68,8 @@ class EditResult(RunResult):
 
     outsideSelection: bool | None = None
     outsideLines: list[OutsideLines] | None = None
+    mentions: list[Mention] | None = None  # the request's `@path` mentions, included or not (agent.mentions)
+    request: str | None = None  # `nagent.conversation.send`: the draft that was run as the request
 
 
 def target_path(session: Session, uri: str) -> Path:
@@ -74,6 +80,7 @@ def target_path(session: Session, uri: str) -> Path:
             f"nagent.edit works on saved files; save {uri} first (its conversation is kept under its URI until then)"
         )
     path, rules = confined_file(session, uri)
+    refuse_state_file(session, path)  # a conversation, a proposal…: nagent's own files are never edit targets
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -121,16 +128,21 @@ async def edit(
     port: EditorPort,
     args: EditArgs,
     finish: Callable[[str], str] | None = None,
+    conversation: Callable[[str], str] | None = None,
 ) -> EditResult:
-    """`finish` post-processes the staged text before delivery (the code-action path removes its comment)."""
+    """`finish` post-processes the staged text before delivery (the code-action path removes its comment);
+    `conversation` rewrites the conversation's text as the run reads it, under the run lock
+    (`nagent.conversation.send` takes out the draft that became the request)."""
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
     selection_of("", args.range)  # a malformed range is refused before anything starts
-    check_configured(model_settings(session.settings), session.environ)  # "no model" first, before any lookup
+    profile = checked_profile(session.settings, args.profile)
+    check_configured(model_settings(session.settings, profile), session.environ)  # "no model" first
     path = target_path(session, args.uri)
-    agent = find_agent(session, session.state_root(path).path, args.agent)
+    agent = with_profile(session.settings, find_agent(session, session.state_root(path).path, args.agent), profile)
     settings = run_settings(session.settings, agent)  # the agent's model, temperature and maxSteps
     model = configured_model(settings, session.environ)
+    attribution_run(settings, agent.name)  # issue 27: the ledger names the run's model and agent
     if applies_nothing(agent):
         finish = None  # plan/explain change nothing, not even the comment that asked for them
     store = store_for(session, path)  # one store per state root for the server's life: its locks serialise runs
@@ -139,7 +151,10 @@ async def edit(
     async with store.lock_for(ref):
         progress = await port.begin_progress(f"nagent: {path.name}")
         try:
-            return await _run(session, port, args, model, path, state_root, ref, finish, progress, agent, settings)
+            result = await _run(
+                session, port, args, model, path, state_root, ref, finish, progress, agent, settings, conversation
+            )
+            return with_message(result, path.name)
         finally:
             port.end_progress(progress)  # a no-op when the run already ended it with its outcome
             await model.aclose()
@@ -157,6 +172,7 @@ async def _run(
     progress: Progress,
     agent: Agent,
     settings: Settings,
+    conversation: Callable[[str], str] | None = None,
 ) -> EditResult:
     policy = policy_of(agent)
     rules = read_rules(session, path)
@@ -165,6 +181,8 @@ async def _run(
     folders = list(rules.folders)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))
     convo = ConversationFile.open(ref.conversation_path, port, secrets, deny_read=settings.denyRead)
+    if conversation is not None:
+        convo.text = conversation(convo.text)  # written whole with the first append
     team_rules = rules_context(session, path)  # AGENTS.md & co. (agent.rules_files), read once per run
 
     def context_for(conversation: str, invocation: str, with_target: bool = True) -> str:
@@ -213,12 +231,16 @@ async def _run(
         secrets=secrets,
         base_text=base_text,
     )
+    mentioned = read_mentions(args.request, run.read_rules(), port, folders[0] if folders else path.parent)
+    convo.append(*mentioned.blocks)  # recorded after the request, as the reads a model would have asked for
     run.tokens.price = profile_price(session.settings, agent.model)  # DESIGN §11: tokens.cost
     run.tokens.memory_price = profile_price(session.settings, session.settings.summaryModel)
     memory = Memory(
-        settings.conversation.tokenBudget, lambda: optional_summary_model(session.settings, session.environ)
+        settings.conversation.tokenBudget, lambda: optional_summary_model(session.settings, session.environ, "memory")
     )
-    result = EditResult(conversation=conversation_record(ref), tokens=run.tokens.counts())
+    result = EditResult(
+        conversation=conversation_record(ref), tokens=run.tokens.counts(), mentions=mentioned.mentions or None
+    )
     try:
         outcome = await run_loop(run, convo, memory)
     except (ModelCancelled, asyncio.CancelledError) as exc:

@@ -13,6 +13,7 @@ Public entry points (others call these):
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from nagent_lsp.history import render
 from nagent_lsp.history.coedits import TOP, CoeditRow, CoeditTable
 from nagent_lsp.history.commit_summaries import make_model_summarizer
 from nagent_lsp.history.encoding import display, to_bytes
+from nagent_lsp.history.git import GitError
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.render import HistoryView
 from nagent_lsp.history.service import BLAME_WAIT, HOVER_WAIT, HistoryService, Summarizer
@@ -36,6 +38,8 @@ from nagent_lsp.llm.models import optional_summary_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
+
+log = logging.getLogger("nagent_lsp")
 
 # -- the results --------------------------------------------------------------------------------------------------
 
@@ -105,7 +109,7 @@ class Coedits:
 def _summarizer_for(session: Session, stopping: threading.Event | None = None) -> Summarizer | None:
     if not session.settings.history.summarize:
         return None
-    model = optional_summary_model(session.settings, session.environ)
+    model = optional_summary_model(session.settings, session.environ, "commitSummary")
     if model is None:
         return None
     return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))
@@ -138,6 +142,9 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
     service.use_summarizer((session.settings, session.environ), lambda: _summarizer_for(session, service.stopping))
     service.share_summaries(session.settings.history.shareSummaries == "notes")
     service.prepare(background)
+    from nagent_lsp.operations.attribution import watch  # issue 27: authorship logs for new commits
+
+    watch(session, service)
     return service, rel
 
 
@@ -210,6 +217,30 @@ def hover_markdown(
     wait: float = HOVER_WAIT,
     blame_wait: float = BLAME_WAIT,
     started: float | None = None,
+    text: str | None = None,
+) -> str | None:
+    """The history card with, on a line nagent (or another tool's authorship log) attributes, who wrote it
+    (operations/attribution.py). `text` is the buffer: its line is mapped to HEAD's before blame (issue 25)."""
+    card = _history_card(session, path, line, wait=wait, blame_wait=blame_wait, started=started, text=text)
+    if line is None:
+        return card
+    from nagent_lsp.operations.attribution import hover_line
+
+    written = hover_line(session, path, line - 1, text)
+    if not written:
+        return card
+    return f"{card}\n\n{written}" if card else written
+
+
+def _history_card(
+    session: Session,
+    path: Path,
+    line: int | None,
+    *,
+    wait: float,
+    blame_wait: float,
+    started: float | None,
+    text: str | None,
 ) -> str | None:
     """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
     reads memory only; it never waits for the model, and for git at most `wait` seconds (after HEAD moved, or
@@ -231,7 +262,18 @@ def hover_markdown(
     service.request_summaries(entry, hs)
     commit, state = (None, "")
     if line is not None:
-        commit, state = service.line_commit(rel, line, entry, blame_wait)
+        at_head: int | None = line
+        if text is not None:  # uncommitted edits above the line must not shift its blame onto another commit
+            from nagent_lsp.operations.attribution import head_line_of
+
+            try:
+                at_head = head_line_of(service.git, service.root, rel, text, line - 1)
+            except (GitError, OSError) as exc:  # the blame of the line as numbered, as before
+                log.debug("cannot map line %d of %s to HEAD: %s", line, rel, exc)
+        if at_head is None:
+            commit, state = None, "not committed yet"
+        else:
+            commit, state = service.line_commit(rel, at_head, entry, blame_wait)
     return render.hover_card(entry.view, entry.all_authors, line, commit, state)
 
 

@@ -36,7 +36,12 @@ CONVERSATIONS_LOCAL = (
     "conversations/.manifest.json.*",
     "conversations/local/",
 )
-IGNORED = ("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret", "txn/", *CONVERSATIONS_LOCAL)
+# `attribution/`: the ledger of which run wrote which lines (issue 27), this user's like proposals.
+IGNORED = (
+    *("cache/", "splits/", "proposals/", "outputs/", "patches/", "secret", "txn/"),
+    *CONVERSATIONS_LOCAL,
+    "attribution/",
+)
 GITIGNORE = MARKER + "\n" + "".join(f"{line}\n" for line in IGNORED)
 LEGACY = "cache/\nsplits/\n"  # what servers wrote before the marker
 GITIGNORE_MAX_BYTES = 1 << 20

@@ -44,6 +44,7 @@ class EditArgs:
     range: dict | None = None  # {start: {line, character}, end: {line, character}}, checked by the edit
     preview: bool | None = None
     agent: str | None = None  # DESIGN §10: an agent's name (`nagent.agents.list`); None: the built-in `edit`
+    profile: str | None = None  # a model profile (`models`) for this one request, over the agent's and `model`
 
 
 @attrs.frozen
@@ -53,6 +54,7 @@ class InstructionArgs:
     uri: str
     line: int
     agent: str | None = None  # overrides the agent a `nagent(AGENT):` comment names
+    profile: str | None = None  # a model profile for this one request
 
 
 @attrs.frozen
@@ -96,6 +98,18 @@ class RecipeArgs:
     recipe: str
     request: str | None = None
     range: dict | None = None
+    preview: bool | None = None
+    profile: str | None = None  # a model profile for this one request: the model of steps that name none
+
+
+@attrs.frozen
+class SendArgs:
+    """`nagent.conversation.send`: `uri` is a conversation file (or its source file); the draft typed after the
+    conversation's last record is the request, run as `nagent.edit` on the source file."""
+
+    uri: str
+    agent: str | None = None
+    profile: str | None = None
     preview: bool | None = None
 
 

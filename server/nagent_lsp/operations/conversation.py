@@ -20,15 +20,18 @@ from nagent_lsp.operations.args import NamedArgs, UriArgs
 from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationError, ConversationRef, ConversationStore
+from nagent_lsp.store.files import read_disk_text
+from nagent_lsp.tags.draft import find_draft
 
 
 @attrs.frozen
 class OpenedConversation:
-    """`nagent.conversation.open`: the conversation file (created empty if needed) and whether the editor showed
-    it (`window/showDocument`)."""
+    """`nagent.conversation.open`: the conversation file (created empty if needed), whether the editor showed
+    it (`window/showDocument`), and `draftLine`: the 0-based line where the next request is typed (tags.draft)."""
 
     path: str
     shown: bool
+    draftLine: int
 
 
 @attrs.frozen
@@ -96,15 +99,52 @@ def resolve(session: Session, uri: str) -> tuple[ConversationStore, Conversation
         raise UserError(str(exc)) from exc
 
 
+def conversation_ref(session: Session, path: Path) -> ConversationRef | None:
+    """When `path` is the conversation file of some file (under its state root's `conversations/`): that file's
+    reference. None for any other path."""
+    real = Path(os.path.realpath(path))
+    root = session.state_root(real).path
+    if not real.is_relative_to(Path(os.path.realpath(root)) / "conversations"):
+        return None
+    store = session.conversation_store(root)
+    return next((r for r in store.refs() if os.path.realpath(r.conversation_path) == str(real)), None)
+
+
+def file_and_conversation(session: Session, uri: str) -> tuple[Path, Path]:
+    """(the source file, its conversation file) for `uri`, which names either; InvalidArgument for a buffer
+    without a file or a conversation file no file has (an archive, a saved copy)."""
+    target = target_path(uri)
+    if target is None:
+        raise InvalidArgument("uri", f"{uri} is no saved file; save it first")
+    ref = conversation_ref(session, target)
+    if ref is None:
+        if Path(os.path.realpath(target)).is_relative_to(os.path.realpath(session.state_root(target).path)):
+            raise InvalidArgument("uri", f"{target} is no file's conversation (an archive or a saved copy?)")
+        _, ref = resolve(session, uri)
+    if ref.untitled:
+        raise InvalidArgument("uri", f"{ref.path} is no saved file; save it first")
+    return Path(ref.path), ref.conversation_path
+
+
+def conversation_text(port: EditorPort, path: Path) -> str:
+    """The conversation as the user has it: its open buffer (unsaved edits included), else the file."""
+    buffer = port.read_buffer(path)
+    return buffer.text if buffer is not None else read_disk_text(path)
+
+
 async def open_conversation(session: Session, port: EditorPort, args: UriArgs) -> OpenedConversation:
-    _, ref = resolve(session, args.uri)
+    """A conversation file's `uri` opens that conversation (never "the conversation of the conversation")."""
+    target = target_path(args.uri)
+    own = conversation_ref(session, target) if target is not None else None
+    ref = own if own is not None else resolve(session, args.uri)[1]
     try:
         # Create it empty if needed (never truncate): an editor can only show a file that exists.
         os.close(os.open(ref.conversation_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except FileExistsError:
         pass
+    draft = find_draft(conversation_text(port, ref.conversation_path))
     shown = await port.show_document(ref.conversation_path)
-    return OpenedConversation(str(ref.conversation_path), bool(shown))
+    return OpenedConversation(str(ref.conversation_path), bool(shown), draft.line)
 
 
 def list_conversations(session: Session) -> ConversationList:

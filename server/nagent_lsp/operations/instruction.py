@@ -70,7 +70,9 @@ async def apply_instruction(session: Session, port: EditorPort, args: Instructio
     if found.recipe is not None:
         from nagent_lsp.operations.recipes import run_recipe_command
 
-        recipe_args = RecipeArgs(uri=args.uri, recipe=found.recipe, request=found.instruction or None)
+        recipe_args = RecipeArgs(
+            uri=args.uri, recipe=found.recipe, request=found.instruction or None, profile=args.profile
+        )
         return await run_recipe_command(session, port, recipe_args, finish=lambda new: without_line(new, comment))
     request = (
         f"{found.instruction}\n\n(This instruction was written in the file as the comment `{comment.strip()}` "
@@ -79,6 +81,6 @@ async def apply_instruction(session: Session, port: EditorPort, args: Instructio
     return await edit(
         session,
         port,
-        EditArgs(uri=args.uri, request=request, agent=args.agent or found.agent),
+        EditArgs(uri=args.uri, request=request, agent=args.agent or found.agent, profile=args.profile),
         finish=lambda staged: without_line(staged, comment),
     )

@@ -34,6 +34,8 @@ from nagent_lsp.operations.buffers import read_rules, read_source_async
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.deliver import RunResult, conversation_record
 from nagent_lsp.operations.edit import CONTEXT_TIMEOUT, selection_of, target_path
+from nagent_lsp.operations.edit_targets import with_message
+from nagent_lsp.operations.profiles import checked_profile
 from nagent_lsp.operations.session import Session
 from nagent_lsp.operations.trust import repository_trusted, runnable_recipe
 from nagent_lsp.store.conversations import ConversationRef
@@ -122,6 +124,7 @@ async def run_recipe_command(
 ) -> RecipeResult:
     """`finish` post-processes a delivered `fileText` (the comment path removes its `nagent[RECIPE]:` line)."""
     selection_of("", args.range)  # a malformed range is refused before anything starts
+    checked_profile(session.settings, args.profile)
     path = target_path(session, args.uri)
     state_root = session.state_root(path).path
     recipe = find_recipe(session, state_root, args.recipe)
@@ -135,7 +138,8 @@ async def run_recipe_command(
     async with store.lock_for(ref):
         progress = await port.begin_progress(f"nagent: {recipe.name} on {path.name}")
         try:
-            return await _run(session, port, args, recipe, path, store.state_root, ref, request, progress, finish)
+            result = await _run(session, port, args, recipe, path, store.state_root, ref, request, progress, finish)
+            return with_message(result, path.name)
         finally:
             port.end_progress(progress)
 
@@ -152,7 +156,8 @@ async def _run(
     progress: Progress,
     finish: Callable[[str], str] | None,
 ) -> RecipeResult:
-    settings = session.settings
+    settings = session.settings  # `profile`: the model of every step that names none, for this run
+    settings = settings if args.profile is None else attrs.evolve(settings, model=args.profile)
     rules = read_rules(session, path)
     base = await read_source_async(port, path, rules)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))

@@ -14,6 +14,7 @@ from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.llm.models import model_settings, summary_settings
 from nagent_lsp.llm.openai_chat import strip_userinfo
 from nagent_lsp.operations.context_info import ContextLayer, context_layers
+from nagent_lsp.operations.profiles import profile_names
 from nagent_lsp.operations.session import Session
 
 NULL = {WIRE_NULL: True}  # on the wire as null, never left out
@@ -53,6 +54,7 @@ class ServerStatus:
     history: HistoryStatus
     contextLayers: list[ContextLayer]
     contextProblems: list[str]
+    profiles: list[str]  # the user's model profiles (`models`), for a per-request `profile`
 
 
 def status(session: Session) -> ServerStatus:
@@ -76,6 +78,7 @@ def status(session: Session) -> ServerStatus:
         history=history_status(session),
         contextLayers=context.layers if context else [],
         contextProblems=context.problems if context else [],
+        profiles=profile_names(s),
     )
 
 

@@ -10,7 +10,7 @@ from lsprotocol import types
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.operations.args import CompactArgs, NamedArgs, NoArgs, UriArgs
+from nagent_lsp.operations.args import CompactArgs, NamedArgs, NoArgs, SendArgs, UriArgs
 
 if TYPE_CHECKING:
     from nagent_lsp.operations.conversation import (
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         OpenedConversation,
     )
     from nagent_lsp.operations.conversation_summary import CompactedConversation, ConversationSummary
+    from nagent_lsp.operations.edit import EditResult
 
 log = logging.getLogger("nagent_lsp")
 
@@ -64,6 +65,12 @@ def register(server: NagentServer) -> None:
 
         return await conversation_summary.compact_conversation(ls.session, LspPort(ls), args)
 
+    async def run_send(ls: NagentServer, args: SendArgs) -> EditResult:
+        from nagent_lsp.operations.conversation_send import send
+
+        return await send(ls.session, LspPort(ls), args)
+
+    register_command(server, "nagent.conversation.send", SendArgs, run_send)
     register_command(server, "nagent.conversation.summarize", UriArgs, run_summarize)
     register_command(server, "nagent.conversation.compact", CompactArgs, run_compact)
     register_command(server, "nagent.conversation.open", UriArgs, run_open)

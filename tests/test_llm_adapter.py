@@ -20,7 +20,7 @@ from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
 from nagent_lsp.llm import openai_chat
 from nagent_lsp.llm.openai_chat import OpenAIChatModel
-from tests.harness.fake_openai import FakeOpenAI, drip, drop, garbled, slow, status, text
+from tests.harness.fake_openai import FakeOpenAI, drop, garbled, slow, status, text
 
 KEY = "sk-test-SECRET-4f9c2d"
 # Only a guard against a hang (a broken cancellation would wait out a 60 s reply): nothing here measures time.
@@ -177,51 +177,56 @@ async def test_unreadable_reply_is_not_retried(fake):
     assert len(fake.chat_requests) == 1 and fake.pending == 1
 
 
-async def test_timeout_is_retried(fake):
-    fake.script(slow(60, "too late"), "in time")
-    model = make_model(fake, requestTimeout=1.0)
-    reply = await model.complete(MESSAGES)
-    assert reply.text == "in time"
-    assert len(fake.chat_requests) == 2
-
-
-async def test_timeout_gives_up_naming_request_timeout(fake):
-    fake.script(slow(60))
+async def test_a_silent_server_is_cut_at_request_timeout_and_never_retried(fake):
+    # Retrying would queue a new generation behind the abandoned one on a single-slot local server (issue 23).
+    fake.script(slow(60), "unused")
     with pytest.raises(ModelError) as info:
-        await make_model(fake, attempts=1, requestTimeout=1.0).complete(MESSAGES)
+        await asyncio.wait_for(make_model(fake, requestTimeout=1.0).complete(MESSAGES), HANG_GUARD)
     message = str(info.value)
-    assert "nagent.requestTimeout (1s)" in message and fake.base_url in message and "attempts" not in message
-
-
-# A body of ~700 bytes dripped 8 bytes every 0.25 s takes ~22 s an attempt: every read comes well within the SDK's
-# per-read timeout, only a deadline on the whole attempt ends it. Two such attempts outlast HANG_GUARD, so without
-# that deadline these tests fail on the guard.
-DRIPPED = "x" * 450
-
-
-async def test_a_dripping_body_is_cut_at_request_timeout_on_every_attempt(fake):
-    fake.script(drip(0.25, DRIPPED), drip(0.25, DRIPPED), "unused")
-    call = make_model(fake, attempts=2, requestTimeout=1.0).complete(MESSAGES)
-    with pytest.raises(ModelError) as info:
-        await asyncio.wait_for(call, HANG_GUARD)
-    message = str(info.value)
-    assert "after 2 attempts" in message and "nagent.requestTimeout (1s)" in message
+    assert fake.base_url in message and "no byte for 1s (nagent.requestTimeout)" in message
+    assert "before answering" in message and "attempts" not in message
     assert info.value.retryable is False
-    assert [r.headers["x-stainless-retry-count"] for r in fake.chat_requests] == ["0", "1"] and fake.pending == 1
-
-
-def test_a_dripping_body_is_cut_at_request_timeout_in_a_worker_thread(fake):
-    fake.script(drip(0.25, DRIPPED), "unused")
-    outcome = joined(*in_thread(lambda: make_model(fake, attempts=1, requestTimeout=1.0).complete_sync(MESSAGES)))
-    assert isinstance(outcome, ModelError) and "nagent.requestTimeout (1s)" in str(outcome)
-    assert outcome.retryable is True  # one attempt allowed: the caller may try again
     assert len(fake.chat_requests) == 1 and fake.pending == 1
 
 
-async def test_a_slow_but_steady_body_within_the_deadline_is_read_whole(fake):
-    fake.script(drip(0.005, "dripped but in time", size=64))
-    reply = await asyncio.wait_for(make_model(fake, requestTimeout=20.0).complete(MESSAGES), HANG_GUARD)
-    assert reply.text == "dripped but in time" and len(fake.chat_requests) == 1
+async def test_a_stream_that_stalls_midway_is_cut_and_never_restarted(fake):
+    fake.script({"text": "one two three four", "hold_after": 2}, "unused")  # never released: a stalled server
+    pieces: list[str] = []
+    with pytest.raises(ModelError) as info:
+        call = make_model(fake, requestTimeout=1.0).complete(MESSAGES, on_delta=pieces.append)
+        await asyncio.wait_for(call, HANG_GUARD)
+    message = str(info.value)
+    assert fake.base_url in message and "stalled: no byte for 1s" in message
+    assert "after 2 tokens of its reply" in message and info.value.retryable is False
+    assert pieces == ["one ", "two "]
+    assert len(fake.chat_requests) == 1 and fake.pending == 1
+    fake.wait_for_disconnects(1, HANG_GUARD)  # the cut closed the connection: the server may stop generating
+
+
+def test_a_stalled_stream_is_cut_in_a_worker_thread(fake):
+    fake.script({"text": "one two", "hold_after": 1}, "unused")
+    outcome = joined(*in_thread(lambda: make_model(fake, attempts=1, requestTimeout=1.0).complete_sync(MESSAGES)))
+    assert isinstance(outcome, ModelError) and "no byte for 1s (nagent.requestTimeout)" in str(outcome)
+    assert outcome.retryable is False  # a generation was under way: the caller must not restart it either
+    assert len(fake.chat_requests) == 1 and fake.pending == 1
+
+
+async def test_a_slow_model_that_keeps_streaming_is_never_cut_by_request_timeout(fake):
+    # 8 chunks 0.3 s apart: 2.4 s in all, more than requestTimeout (1 s), never 1 s without a byte.
+    words = [f"w{i} " for i in range(8)]
+    fake.script({"text": "".join(words), "chunks": words, "chunk_delay": 0.3})
+    reply = await asyncio.wait_for(make_model(fake, requestTimeout=1.0).complete(MESSAGES), HANG_GUARD)
+    assert reply.text == "".join(words) and len(fake.chat_requests) == 1
+
+
+async def test_request_deadline_cuts_a_stream_that_never_ends(fake):
+    words = [f"w{i} " for i in range(400)]  # 0.1 s apart: 40 s, far past the 1 s deadline
+    fake.script({"text": "".join(words), "chunks": words, "chunk_delay": 0.1}, "unused")
+    with pytest.raises(ModelError) as info:
+        await asyncio.wait_for(make_model(fake, requestDeadline=1.0).complete(MESSAGES), HANG_GUARD)
+    message = str(info.value)
+    assert fake.base_url in message and "nagent.requestDeadline (1s)" in message and "tokens of its reply" in message
+    assert info.value.retryable is False and len(fake.chat_requests) == 1 and fake.pending == 1
 
 
 @pytest.mark.parametrize(

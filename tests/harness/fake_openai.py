@@ -36,10 +36,21 @@ clients fail fast instead of retrying).
 - ``{"drip": 0.5, "drip_bytes": 8, "text": "…"}`` — a dribbling provider: the headers at once (the full
   Content-Length), then the body ``drip_bytes`` bytes (default 8) every ``drip`` seconds, so no single read waits
   long while the whole reply takes ages (what a per-read timeout never catches). Interrupted like a delay.
+- ``{"hold_after": 2, "text": "…"}`` — a stream that sends its first 2 content chunks, then holds until the test
+  calls ``release()`` (or ``reset()``/``close()``), watching the socket meanwhile: a client that closes the
+  connection is counted in ``disconnects`` (``wait_for_disconnects``). Chunk pacing by events, not sleeps;
+  ``wait_for_chunks(n)`` blocks until n content chunks were sent in all. ``"hold_after": 0`` holds before the
+  first content chunk (the role chunk is sent), a held stream never released is a stalled server.
+- ``{"stream_error": "overloaded", "text": "…"}`` — a stream whose content is followed by an error event
+  (``data: {"error": {...}}``) instead of its end.
 - ``{"fault": "garbled"}`` — a 200 whose JSON body is cut off (in a stream: an event that is not JSON).
 - ``{"fault": "drop"}`` — the connection is closed without any response.
 
 A script file is either a JSON list of entries, or an object ``{"replies": [...], "default": {...}}``.
+
+``refuse_stream`` (an attribute): ``"stream"`` answers every streaming request with a 400
+"streaming is not supported" (as some compatible servers do), ``"stream_options"`` refuses requests that carry
+``stream_options`` (param ``stream_options``); the entry is not consumed, so the client's plain retry gets it.
 
 One server can serve many tests in turn: ``reset()`` forgets the script, the responder, the default and the
 recorded requests, and drops every reply still waiting out a delay (the connection is closed).
@@ -56,6 +67,7 @@ import argparse
 import collections
 import json
 import math
+import select
 import signal
 import socket
 import sys
@@ -155,6 +167,10 @@ class FakeOpenAI:
         record_file: str | None = None,
     ):
         """``api_key``: when given, requests with another bearer token get a 401 like the real API."""
+        self.refuse_stream: str | None = None  # see the module's docstring
+        self.disconnects = 0  # held streams whose client closed the connection
+        self._chunks_sent = 0  # content chunks sent by every stream so far
+        self._release = threading.Event()  # set by release(): held streams go on
         self.default = default
         self.responder = responder
         self.models = list(models)
@@ -197,6 +213,28 @@ class FakeOpenAI:
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
+    def release(self) -> None:
+        """Let every stream held by ``hold_after`` go on (and any that holds later, until ``reset()``)."""
+        self._release.set()
+
+    def wait_for_chunks(self, count: int, timeout: float = 5.0) -> None:
+        """Block until at least ``count`` content chunks were sent by the streams so far (or raise TimeoutError)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: self._chunks_sent >= count, timeout):
+                raise TimeoutError(f"fake_openai: {self._chunks_sent} chunks sent, expected {count}")
+
+    def wait_for_disconnects(self, count: int, timeout: float = 5.0) -> None:
+        """Block until at least ``count`` held streams saw their client close the connection."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: self.disconnects >= count, timeout):
+                raise TimeoutError(f"fake_openai: {self.disconnects} disconnects seen, expected {count}")
+
+    def _counted(self, chunks: int = 0, disconnects: int = 0) -> None:
+        with self._arrived:
+            self._chunks_sent += chunks
+            self.disconnects += disconnects
+            self._arrived.notify_all()
+
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
         """Block until at least ``count`` requests arrived (or raise TimeoutError)."""
         with self._arrived:
@@ -214,8 +252,12 @@ class FakeOpenAI:
             self._requests.clear()
             self.responder = None
             self.default = None
+            self.refuse_stream = None
+            self.disconnects = self._chunks_sent = 0
             finished, self._generation = self._generation, threading.Event()
+            released, self._release = self._release, threading.Event()
         finished.set()
+        released.set()
         return self
 
     def close(self) -> None:
@@ -223,6 +265,7 @@ class FakeOpenAI:
             return
         self._closing.set()  # wakes every delayed handler
         self._generation.set()
+        self._release.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -357,6 +400,20 @@ class _Handler(BaseHTTPRequestHandler):
         if expected is not None and self.headers.get("authorization") != f"Bearer {expected}":
             self._error(401, "Incorrect API key provided.", type_="invalid_request_error")
             return
+        refused = self.server_fake.refuse_stream
+        if request.stream and refused is not None:
+            body = request.body if isinstance(request.body, dict) else {}
+            if refused == "stream":
+                self._error(400, "streaming is not supported by this server", type_="invalid_request_error")
+                return
+            if refused == "stream_options" and "stream_options" in body:
+                self._error(
+                    400,
+                    "Unrecognized request argument: stream_options",
+                    type_="invalid_request_error",
+                    param="stream_options",
+                )
+                return
         entry = self.server_fake._next_entry(request, number)
         try:
             self._answer(request, number, entry)
@@ -454,6 +511,20 @@ class _Handler(BaseHTTPRequestHandler):
             prompt, completion = (int(x) for x in entry["usage"])
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
+    def _hold(self) -> bool:
+        """Wait for ``release()``; False (the stream is over) when the client closed the connection meanwhile, or
+        the server is reset or closing."""
+        fake = self.server_fake
+        release, generation = fake._release, self._generation or fake._closing
+        while not release.wait(0.02):
+            if generation.is_set() or fake._closing.is_set():
+                self._drop()
+                return False
+            if _peer_closed(self.connection):
+                fake._counted(disconnects=1)
+                return False
+        return True
+
     def _stream(self, entry: dict, reply_id: str, model: str, content: str, usage: dict | None, body: dict) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -487,12 +558,23 @@ class _Handler(BaseHTTPRequestHandler):
                 words = content.split(" ")
                 pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)] if content else []
             event(chunk({"role": "assistant", "content": ""}, None))
-            for piece in pieces:
+            hold = entry.get("hold_after")
+            for i, piece in enumerate(pieces):
                 delay = entry.get("chunk_delay")
                 if delay and not self.server_fake._sleep(delay, self._generation):
                     self._drop()
                     return
+                if hold is not None and i == int(hold) and not self._hold():
+                    return
                 event(chunk({"content": piece}, None))
+                self.server_fake._counted(chunks=1)
+            if hold is not None and int(hold) >= len(pieces) and not self._hold():
+                return
+            if entry.get("stream_error"):
+                event(json.dumps({"error": {"message": str(entry["stream_error"]), "type": "server_error"}}))
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
             event(chunk({}, entry.get("finish_reason", "stop")))
             if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
                 event(
@@ -510,6 +592,17 @@ class _Handler(BaseHTTPRequestHandler):
             event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _peer_closed(connection: socket.socket) -> bool:
+    """Whether the client has closed its end (a readable socket with nothing to read)."""
+    readable, _, _ = select.select([connection], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def load_script(path: str) -> tuple[list[Entry], Entry | None]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.memory import Memory
-from nagent_lsp.agent.run import MAX_DEPTH, EditSession
+from nagent_lsp.agent.run import MAX_DEPTH, EditSession, live_status
 from nagent_lsp.agent.tools import execute
 from nagent_lsp.core.identity import slug
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Reply, retry_notice
@@ -38,6 +38,7 @@ from nagent_lsp.tags import (
     render_result,
 )
 from nagent_lsp.tags.rules import provider_error_note, raw_reply_note, rejected_note
+from nagent_lsp.tags.stream import action_step
 from nagent_lsp.tags.transcript import (
     TurnStatus,
     agent_response_block,
@@ -92,7 +93,7 @@ async def run_loop(session: EditSession, convo: ConversationFile, memory: Memory
     max_steps = session.settings.maxSteps
     while outcome.steps < max_steps:
         outcome.steps += 1
-        session.report(f"turn {outcome.steps} · {session.tokens.input + session.tokens.output} tokens")
+        session.report(live_status(session, outcome.steps))
         before = (session.tokens.input, session.tokens.output)
         telemetry = _Telemetry(cache_before=session.tokens.cache_read)
         reply_text, parsed, finish = await _accepted_reply(session, convo, outcome.steps, memory, telemetry)
@@ -115,7 +116,7 @@ async def run_loop(session: EditSession, convo: ConversationFile, memory: Memory
             elif isinstance(action, Next):
                 nexts.append(action.prompt)
             else:
-                session.report(f"turn {outcome.steps} · {action.tag}")
+                session.report(live_status(session, outcome.steps, step=action_step(action, session.shown_path)))
                 if isinstance(action, Conversation):
                     convo.append(await run_child(session, action, memory))
                 else:
@@ -181,16 +182,16 @@ async def _ask(session: EditSession, convo: ConversationFile, turn: int, memory:
     token = retry_notice.set(waiting)
     try:
         started = time.perf_counter()
-        reply = await _call(session, messages)
+        reply = await _call(session, messages, turn)
         log.info("model call took %.1f ms", (time.perf_counter() - started) * 1000)
         return reply
     finally:
         retry_notice.reset(token)
 
 
-async def _call(session: EditSession, messages: list[Message]) -> Reply:
+async def _call(session: EditSession, messages: list[Message], turn: int) -> Reply:
     try:
-        return await session.ask_model(messages)
+        return await session.ask_model(messages, turn)
     except (ModelCancelled, asyncio.CancelledError):
         session.tokens.add_unanswered(messages)
         raise

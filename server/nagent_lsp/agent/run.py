@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,13 @@ from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.agent.splits import StagedSplits
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import SplitError
-from nagent_lsp.core.model import Message, Reply
+from nagent_lsp.core.model import Message, Reply, estimate_tokens
 from nagent_lsp.core.ports import EditorPort, Progress
 from nagent_lsp.llm.tokens import Tokens
 from nagent_lsp.store.split_index import read_segment
+from nagent_lsp.tags.stream import AnswerStream
+
+LIVE_REPORT_EVERY = 0.25  # seconds: live token counts go to the progress at most this often (a step change at once)
 
 MAX_DEPTH = 2  # sub-conversations may nest this deep; deeper requests get an error result
 
@@ -56,10 +60,13 @@ class EditSession:
     changes: ChangeSet = field(default_factory=ChangeSet)
     write_permission: WritePermission = allow_every_write
     policy: Policy = field(default_factory=Policy)  # the agent's permissions (read narrows ReadRules here)
+    uri: str = ""  # the target as the editor names it (default: its file URI); answer deltas carry it
 
     def __post_init__(self) -> None:
         if self.base_text is None:
             self.base_text = self.staged
+        if not self.uri:
+            self.uri = self.target.as_uri()
 
     @property
     def cwd(self) -> Path:
@@ -106,14 +113,66 @@ class EditSession:
     def outputs_dir(self) -> Path:
         return self.state_root / "outputs"
 
+    def shown_path(self, path: str) -> str:
+        """A path as the progress shows it: relative to the workspace folder it is in, else as written."""
+        for folder in self.folders:
+            try:
+                return Path(path).relative_to(folder).as_posix() if Path(path).is_absolute() else path
+            except ValueError:
+                continue
+        return path
+
     def report(self, message: str) -> None:
         if self.progress is not None:
             self.port.report_progress(self.progress, message)
 
-    async def ask_model(self, messages: list[Message]) -> Reply:
-        return await self.complete(messages, cancel=self.cancel)
+    async def ask_model(self, messages: list[Message], turn: int = 0) -> Reply:
+        """One model call. The top-level run streams: the answer's text goes to the editor as it forms
+        (`EditorPort.answer_delta`, then one `done`, whatever the call's outcome) and the progress shows the live
+        token count and step; a sub-conversation's replies are not the user's answer and do not stream."""
+        if self.depth > 0:
+            return await self.complete(messages, cancel=self.cancel)
+        live = LiveAnswer(self, turn)
+        try:
+            return await self.complete(messages, cancel=self.cancel, on_delta=live.feed)
+        finally:
+            live.finish()
 
     def child(self, **changes: Any) -> EditSession:
         """A sub-conversation: same target, staged text, splits, permissions and cancel; its own tokens."""
         values = {**self.__dict__, "depth": self.depth + 1, "tokens": Tokens(), **changes}
         return EditSession(**values)
+
+
+class LiveAnswer:
+    """One streaming reply of a run, as the user watches it: answer deltas to the port, live figures and the step
+    to the progress ("turn 2 · 1,234 tokens · writing calc.py"; the reply's tokens estimated as they come)."""
+
+    def __init__(self, session: EditSession, turn: int):
+        self.session = session
+        self.turn = turn
+        self.answer = AnswerStream(session.shown_path)
+        self.sent = False
+        self._reported_at = 0.0
+        self._reported_step: str | None = None
+
+    def feed(self, piece: str) -> None:
+        delta = self.answer.feed(piece)
+        session = self.session
+        if delta:
+            self.sent = True
+            session.port.answer_delta(session.progress, session.uri, delta, self.turn)
+        now = time.monotonic()
+        if self.answer.step != self._reported_step or now - self._reported_at >= LIVE_REPORT_EVERY:
+            self._reported_at, self._reported_step = now, self.answer.step
+            session.report(live_status(session, self.turn, estimate_tokens(self.answer.text), self.answer.step))
+
+    def finish(self) -> None:
+        """The reply ended (or failed): one `done`, so the editor knows the next delta starts a new reply."""
+        self.session.port.answer_delta(self.session.progress, self.session.uri, "", self.turn, done=True)
+
+
+def live_status(session: EditSession, turn: int, streaming: int = 0, step: str | None = None) -> str:
+    """The progress line: the turn, the run's tokens so far (plus `streaming`, the reply's estimate) and the step."""
+    total = session.tokens.input + session.tokens.output + streaming
+    return f"turn {turn} · {total:,} tokens" + (f" · {step}" if step else "")

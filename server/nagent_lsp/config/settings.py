@@ -133,7 +133,15 @@ class Settings:
     denyRead: tuple[str, ...] = DEFAULT_DENY_READ
     maxFileBytes: Annotated[int, Between(1, 1 << 40)] = DEFAULT_MAX_FILE_BYTES
     confirmEdits: bool = False
+    # Issue 23: requestTimeout is the silence allowed (seconds without a byte from the model server), requestDeadline
+    # one request end to end; a slow model that keeps streaming is cut only by the deadline.
     stateRoot: str | None = None
+    requestDeadline: Annotated[float, Between(1, 86400)] = 1800.0
+    # Output caps per purpose (tokens of one reply), sized to what each produces; maxOutputTokens is the edits'.
+    commitSummaryMaxTokens: Annotated[int, Between(16, 1_000_000)] = 1200  # one batch of up to 20 one-line summaries
+    fileSummaryMaxTokens: Annotated[int, Between(16, 1_000_000)] = 400
+    memoryMaxTokens: Annotated[int, Between(16, 1_000_000)] = 1500
+    compactionMaxTokens: Annotated[int, Between(16, 1_000_000)] = 2000
     history: HistorySettings = attrs.Factory(HistorySettings)
     models: dict[str, ModelProfile] = attrs.Factory(dict)  # named profiles; `model`/`summaryModel` may name one
     summaryModel: str | None = None  # commit/file summaries and compaction; None: `model`
@@ -234,6 +242,11 @@ LOWER_ONLY = (
 )
 # Its deny and review lists add to the ones before it instead of replacing them (an empty `denyRead` must not
 # expose `.env`).
+    "requestDeadline",
+    "commitSummaryMaxTokens",
+    "fileSummaryMaxTokens",
+    "memoryMaxTokens",
+    "compactionMaxTokens",
 ADD_ONLY = ("denyRead", "denyWrite", "reviewAlways")
 # Which model runs is what the user pays for: a repository may pick one of the user's own profiles, nothing else.
 PROFILE_ONLY = ("model", "summaryModel")

@@ -144,6 +144,12 @@ class EditorPort(Protocol):
     def end_progress(self, progress: Progress, message: str = "") -> None:
         """Idempotent: only the first call reaches the editor."""
 
+    def answer_delta(self, progress: Progress | None, uri: str, delta: str, turn: int, done: bool = False) -> None:
+        """The next piece of the answer the model is writing for `uri` (the text of its `<nagent-response>`, never
+        action tags) in conversation turn `turn`; `done` (with `delta` "") once that reply has ended. A reply after a
+        `done` starts afresh (a retry or a correction of the same turn, or the next turn). LSP: a `nagent/stream`
+        notification to a client that opted in; CLI: printed when stdout is a terminal; ACP: agent_message_chunk."""
+
     def log(self, level: str, message: str) -> None: ...
 
 
@@ -151,12 +157,23 @@ class ChatModel(Protocol):
     """A configured chat model (the openai SDK behind it, any OpenAI-compatible endpoint)."""
 
     async def complete(
-        self, messages: Sequence[Message], *, cancel: asyncio.Event | None = None, stop: list[str] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        cancel: asyncio.Event | None = None,
+        stop: list[str] | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> Reply:
-        """Raises ModelNotConfigured, ModelCancelled (cancel set, or the task cancelled) or ModelError."""
+        """`on_delta` gets each piece of the reply's raw text as it streams in. Raises ModelNotConfigured,
+        ModelCancelled (cancel set, or the task cancelled) or ModelError."""
 
     def complete_sync(
-        self, messages: Sequence[Message], *, stop: list[str] | None = None, cancel: threading.Event | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        stop: list[str] | None = None,
+        cancel: threading.Event | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> Reply:
         """The blocking form, for worker threads."""
 

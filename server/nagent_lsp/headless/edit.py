@@ -17,7 +17,7 @@ def run_edit(args: argparse.Namespace) -> int:
     async def run() -> None:
         path = args.file.resolve()
         session = session_for(path)
-        port = DiskPort(session.workspace_folders, quiet=args.json)
+        port = DiskPort(session.workspace_folders, quiet=args.json, stream=False if args.json else None)
         result = await edit(
             session,
             port,
@@ -26,7 +26,7 @@ def run_edit(args: argparse.Namespace) -> int:
         if args.json:
             print_json(result)
             return
-        if result.response:
+        if result.response and not port.streamed:  # a terminal saw the answer as it was written
             print(result.response)
         if result.proposal is not None:
             from nagent_lsp.headless.review import ask_per_hunk

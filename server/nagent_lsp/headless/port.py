@@ -4,8 +4,10 @@ questions go to a TTY."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nagent_lsp.config.state_root import resolve_state_root
@@ -16,12 +18,32 @@ from nagent_lsp.store.transaction import Write, commit
 from nagent_lsp.text.edits import minimal_edits
 from nagent_lsp.text.merge import Current, plan_change_set
 
+# Set to 1 to print the answer as it streams even when stdout is no terminal (tests, benchmarks), 0 never to.
+STREAM_ENV = "NAGENT_STREAM"
+
+
+def streams_answers(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the CLI prints answer deltas: stdout is a terminal, unless NAGENT_STREAM says otherwise."""
+    forced = (os.environ if environ is None else environ).get(STREAM_ENV)
+    if forced in ("0", "1"):
+        return forced == "1"
+    return sys.stdout.isatty()
+
 
 class DiskPort:
-    def __init__(self, folders: list[Path], interactive: bool | None = None, quiet: bool = False):
+    def __init__(
+        self, folders: list[Path], interactive: bool | None = None, quiet: bool = False, stream: bool | None = None
+    ):
         self.folders = folders
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.quiet = quiet
+        # The answer as it forms, on stdout (issue 23); the final result is printed whole as before, so a pipe or a
+        # script reading stdout sees exactly what it did before streaming.
+        self.stream = streams_answers() if stream is None else stream
+        self._streamed_turn: int | None = None
+        self._line_open = False
+        self.streamed = False  # some answer text was printed as it came
+        self._last_report = ""
 
     def workspace_folders(self) -> list[Path]:
         return list(self.folders)
@@ -88,12 +110,32 @@ class DiskPort:
         return Progress(title)
 
     def report_progress(self, progress: Progress, message: str, percentage: int | None = None) -> None:
-        self._say(f"  {message}")
+        # The live token count changes many times a second while a reply streams: a terminal line per step is
+        # enough (a report that differs from the last one only in its figures is not printed).
+        shape = re.sub(r"[\d,]+ tokens", "# tokens", message)
+        if shape != self._last_report:
+            self._last_report = shape
+            self._say(f"  {message}")
 
     def end_progress(self, progress: Progress, message: str = "") -> None:
         if message and not progress.ended:
             self._say(f"  {message}")
         progress.ended = True
+
+    def answer_delta(self, progress: Progress | None, uri: str, delta: str, turn: int, done: bool = False) -> None:
+        if not self.stream:
+            return
+        if delta:
+            if self._streamed_turn != turn and self._line_open:
+                sys.stdout.write("\n")
+            self._streamed_turn = turn
+            self.streamed = True
+            sys.stdout.write(delta)
+            self._line_open = not delta.endswith("\n")
+        elif done and self._line_open:
+            sys.stdout.write("\n")
+            self._line_open = False
+        sys.stdout.flush()
 
     def log(self, level: str, message: str) -> None:
         if level in ("warning", "error"):

@@ -4,19 +4,29 @@ Works against OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp) 
 SDK's public surface only (its clients, `chat.completions.create`, its exception classes): no private name of the SDK
 is overridden or called, so an SDK upgrade cannot change our retry or cancel behaviour behind our back.
 
+Every call streams (`stream=True`, issue 23): each piece of text goes to `on_delta` as it arrives, and the usage comes
+from `stream_options.include_usage` (else the estimate). An endpoint that refuses streaming gets plain calls from then
+on (one refused request per endpoint and process), one that refuses `stream_options` gets streams without it.
+
+Two bounds per call, both ours: `nagent.requestTimeout` is the silence allowed (no byte for that long: the SDK's
+per-read timeout), so a slow model that keeps streaming is never cut and a stalled one is; `nagent.requestDeadline`
+bounds each request end to end. The error names the endpoint, which bound was hit and after how long.
+
 One call path (`_complete`), for the async and the blocking form alike (`complete_sync` runs it on an event loop of
-its own). Retries are ours, with the SDK's own switched off (`max_retries=0`): 408, 409, 429, 5xx, timeouts and dropped
-connections are tried again up to `attempts` requests in all, backing off 0.5 s doubling to 8 s less up to 25 % jitter,
-or as Retry-After / retry-after-ms say (up to 2 min; longer is not waited for); a server's `x-should-retry` is obeyed.
-`nagent.requestTimeout` bounds each attempt end to end (`_attempt`): connecting, sending and reading the whole reply,
-so a provider that drips its body a few bytes at a time is cut off at the deadline like one that never answers; the
-waits between attempts are not part of it. A 200 whose body does not parse is not retried: the (billed) generation
-ran, and such a body is nearly always a misconfigured endpoint that answers alike again; a body cut short on the wire
-is a transport error, retried. Ours too: readable messages per failure, one adaptation when a model refuses
-`temperature` or the max-tokens parameter, cancellation by an event, and the key never in an error or log.
-Every ModelError says whether calling again could help (`retryable`, core.model): never for a refusal that
-repeats (400/401/403/404) nor once our retries are spent, so callers do not multiply them; a retry wait of a
-second or more is announced through core.model.retry_notice, so a long Retry-After shows in the editor's progress.
+its own). Retries are ours, with the SDK's own switched off (`max_retries=0`), and only of requests whose reply never
+began: 408, 409, 429, 5xx and refused or dropped connections before any answer are tried again up to `attempts`
+requests in all, backing off 0.5 s doubling to 8 s less up to 25 % jitter, or as Retry-After / retry-after-ms say
+(up to 2 min; longer is not waited for); a server's `x-should-retry` is obeyed. A timeout, a deadline, or a stream
+that broke once it had begun is never retried: the server may still be generating (a single-slot local server would
+queue the retry behind the abandoned generation), and a generation under way is never silently restarted. A 200
+whose body does not parse is not retried either: the (billed) generation ran. Cancelling (the event, or the task)
+closes the connection, which a llama.cpp/Ollama server takes as the end of that generation.
+
+Ours too: readable messages per failure, one adaptation when a model refuses `temperature` or the max-tokens
+parameter, and the key never in an error or log. Every ModelError says whether calling again could help
+(`retryable`, core.model): never for a refusal that repeats (400/401/403/404) nor once our retries are spent, so
+callers do not multiply them; a retry wait of a second or more is announced through core.model.retry_notice, so a
+long Retry-After shows in the editor's progress.
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
@@ -81,6 +91,16 @@ class _TaskCancelled(ModelCancelled, asyncio.CancelledError):
     sees a CancelledError, so task cancellation semantics are preserved."""
 
 
+# Endpoints (display base URLs) that refused streaming, or its `stream_options`, in this process: they get plain
+# calls (or streams without usage) from then on, so the refusal costs one request per endpoint, not one per call.
+_PLAIN_ENDPOINTS: set[str] = set()
+_NO_USAGE_ENDPOINTS: set[str] = set()
+# A streaming request refused with one of these, its message naming `stream`, is asked again without it.
+_STREAM_REFUSALS = (400, 404, 405, 415, 422, 501)
+
+Delta = Callable[[str], None]
+
+
 @dataclass
 class _Call:
     """One completion's request; `params` adapt in place when the model refuses an optional one."""
@@ -88,13 +108,54 @@ class _Call:
     payload: list[Any]
     params: dict[str, Any]
     cancel: asyncio.Event | None
+    on_delta: Delta | None = None
+    stream: bool = True
+    include_usage: bool = True
     adapted: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Received:
+    """What one attempt got so far: whether its reply began (then it is never retried), the text, the figures."""
+
+    started: float = field(default_factory=time.monotonic)
+    last: float = 0.0  # monotonic time of the last chunk (0: none yet)
+    began: bool = False  # a 200 came: the server is generating
+    streaming: bool = False  # the request asked for a stream
+    chunks: int = 0
+    parts: list[str] = field(default_factory=list)
+    finish: str | None = None
+    usage: Any = None
+
+    def take(self, chunk: Any, on_delta: Delta | None) -> None:
+        self.last = time.monotonic()
+        self.chunks += 1
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            piece = getattr(getattr(choice, "delta", None), "content", None)
+            if piece:
+                self.parts.append(piece)
+                if on_delta is not None:
+                    on_delta(piece)
+            if getattr(choice, "finish_reason", None):
+                self.finish = choice.finish_reason
+
+    def where_in_reply(self) -> str:
+        """For an error: how far the reply had come."""
+        if not self.began:
+            return "before answering"
+        if not self.parts:
+            return "after its reply began, before any text"
+        return f"after {estimate_tokens(''.join(self.parts))} tokens of its reply (estimated)"
 
 
 @dataclass(frozen=True)
 class _Failure:
     message: str  # already redacted
-    transient: bool = False  # may pass on another attempt (a timeout, a dropped connection, 408/409/429/5xx)
+    transient: bool = False  # may pass on another attempt (408/409/429/5xx, a refused connection): nothing began
     retry_after: float | None = None  # seconds the server asked to wait (Retry-After, retry-after-ms)
     drop_param: str | None = None  # an optional parameter the server refused; call again without it
 
@@ -129,7 +190,8 @@ class OpenAIChatModel:
         self.api_key_env = settings.apiKeyEnv
         self.temperature: float | None = settings.temperature
         self.max_output_tokens = settings.maxOutputTokens
-        self.request_timeout = settings.requestTimeout
+        self.request_timeout = settings.requestTimeout  # silence allowed: no byte for this long
+        self.request_deadline = settings.requestDeadline  # one request, end to end
         self.attempts = max(1, attempts)
         self.backoff_scale = backoff_scale
         # Settings already fold OPENAI_BASE_URL in; reading it here too keeps `environ` the whole truth.
@@ -164,14 +226,16 @@ class OpenAIChatModel:
         *,
         cancel: asyncio.Event | None = None,
         stop: list[str] | None = None,
+        on_delta: Delta | None = None,
     ) -> Reply:
-        """Send role-separated messages, return the reply with token usage.
+        """Send role-separated messages, return the reply with token usage; `on_delta` gets each piece of the
+        reply's text as it arrives (all of it, in order, once the reply is whole).
 
         Raises ModelNotConfigured, ModelCancelled (cancel event set, or this task cancelled) or ModelError.
         """
         self._require_configured()
         try:
-            return await self._complete(self._loop_client(), self._start(messages, stop, cancel))
+            return await self._complete(self._loop_client(), self._start(messages, stop, cancel, on_delta))
         except asyncio.CancelledError:
             raise _TaskCancelled("The model call was cancelled.") from None
 
@@ -181,12 +245,13 @@ class OpenAIChatModel:
         *,
         stop: list[str] | None = None,
         cancel: threading.Event | None = None,
+        on_delta: Delta | None = None,
     ) -> Reply:
         """Blocking form for worker threads (history summaries; never an event loop's thread): the same call as
         `complete`, on an event loop and a client of its own. Setting `cancel` ends the call within a fraction of a
         second: before a request, in a retry wait, or by closing the connection of the request in flight."""
         self._require_configured()
-        return asyncio.run(self._complete_detached(self._start(messages, stop, None), cancel))
+        return asyncio.run(self._complete_detached(self._start(messages, stop, None, on_delta), cancel))
 
     async def aclose(self) -> None:
         client, self._client, self._client_loop = self._client, None, None
@@ -198,14 +263,16 @@ class OpenAIChatModel:
     # ModelError ever chains the SDK's exception, whose request object holds the key.
 
     async def _complete(self, client: openai.AsyncOpenAI, call: _Call) -> Reply:
-        """The call: attempts, each within requestTimeout, with a backoff (or the server's Retry-After) between
-        them, until a reply, a failure that another attempt would not change, or `attempts` requests."""
+        """The call: attempts, each within requestDeadline and requestTimeout's silence, with a backoff (or the
+        server's Retry-After) between them, until a reply, a failure that another attempt would not change or that
+        began a reply, or `attempts` requests."""
         attempt = 1
         while True:
+            got = _Received()
             try:
-                response = await _race(functools.partial(self._attempt, client, call, attempt), call.cancel)
+                response = await _race(functools.partial(self._attempt, client, call, attempt, got), call.cancel)
             except (_sdk().OpenAIError, ValueError, TimeoutError) as exc:
-                response = self._failure(exc)
+                response = self._failure(exc, got)
             if isinstance(response, _Failure) and self._retries(response, attempt, call):
                 await self._pause(response, attempt, call)
                 attempt += 1
@@ -213,18 +280,31 @@ class OpenAIChatModel:
             if (reply := self._settle(call, response, attempt)) is not None:
                 return reply
 
-    async def _attempt(self, client: openai.AsyncOpenAI, call: _Call, attempt: int) -> Any:
-        """One request, end to end (connect, send, the whole reply) within requestTimeout: the SDK's timeout alone
-        bounds each read, not their sum, and a provider dripping its body would hold the call indefinitely.
-        Streaming (issue 23) slots in here, reading the chunks inside the same deadline, with an idle timeout
-        between chunks added, so a stalled stream ends long before the deadline does."""
-        async with asyncio.timeout(self.request_timeout):
-            return await client.chat.completions.create(
-                model=self.model,
-                messages=call.payload,
-                extra_headers={RETRY_COUNT_HEADER: str(attempt - 1)},
-                **call.params,
+    async def _attempt(self, client: openai.AsyncOpenAI, call: _Call, attempt: int, got: _Received) -> Reply | _Failure:
+        """One request within requestDeadline; the silence bound is the SDK's per-read timeout (`_new_client`).
+        A stream is read chunk by chunk, each piece handed to `on_delta`; leaving the block (the end, an error, a
+        cancel) closes the response, so an abandoned generation's connection is shut, never left to run on."""
+        headers = {RETRY_COUNT_HEADER: str(attempt - 1)}
+        got.streaming = call.stream
+        async with asyncio.timeout(self.request_deadline):
+            if not call.stream:
+                response = await client.chat.completions.create(
+                    model=self.model, messages=call.payload, extra_headers=headers, **call.params
+                )
+                got.began = True
+                reply = self._reply(call.payload, response)
+                if isinstance(reply, Reply) and reply.text and call.on_delta is not None:
+                    call.on_delta(reply.text)  # a plain reply is one delta: streaming callers see it all the same
+                return reply
+            extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if call.include_usage else {}
+            stream = await client.chat.completions.create(
+                model=self.model, messages=call.payload, extra_headers=headers, stream=True, **extra, **call.params
             )
+            got.began = True
+            async with stream:
+                async for chunk in stream:
+                    got.take(chunk, call.on_delta)
+        return self._streamed(call.payload, got)
 
     async def _complete_detached(self, call: _Call, cancel: threading.Event | None) -> Reply:
         """`complete_sync`'s call, on this thread's own loop: `cancel` (a threading.Event) is mirrored into the
@@ -266,26 +346,36 @@ class OpenAIChatModel:
             notice(delay, "the model server asked to wait (Retry-After)" if asked else "the model call failed")
         await _race(lambda: asyncio.sleep(delay), call.cancel)
 
-    def _start(self, messages: Sequence[Message], stop: list[str] | None, cancel: asyncio.Event | None) -> _Call:
+    def _start(
+        self, messages: Sequence[Message], stop: list[str] | None, cancel: asyncio.Event | None, on_delta: Delta | None
+    ) -> _Call:
         params: dict[str, Any] = {self._tokens_param: self.max_output_tokens}
         if self.temperature is not None:
             params["temperature"] = self.temperature
         if stop:
             params["stop"] = stop
-        return _Call([{"role": m.role, "content": m.content} for m in messages], params, cancel)
+        endpoint = self.display_base_url
+        return _Call(
+            [{"role": m.role, "content": m.content} for m in messages],
+            params,
+            cancel,
+            on_delta,
+            stream=endpoint not in _PLAIN_ENDPOINTS,
+            include_usage=endpoint not in _NO_USAGE_ENDPOINTS,
+        )
 
-    def _settle(self, call: _Call, response: Any, attempt: int) -> Reply | None:
+    def _settle(self, call: _Call, response: Reply | _Failure, attempt: int) -> Reply | None:
         """The reply; None when the call's params were adapted to a refused parameter (call again); else raise."""
-        failure = response if isinstance(response, _Failure) else self._reply(call.payload, response)
-        if isinstance(failure, Reply):
-            return failure
+        if isinstance(response, Reply):
+            return response
+        failure = response
         if call.cancel is not None and call.cancel.is_set():  # the failure is the shut connection of a cancelled call
             raise ModelCancelled("The model call was cancelled.")
         if failure.drop_param and failure.drop_param not in call.adapted:
-            # Some models refuse temperature or max_tokens: adapt once per parameter, and remember it.
+            # Some models refuse temperature or max_tokens, some servers streaming: adapt once per parameter.
             call.adapted.add(failure.drop_param)
-            self._adapt(call.params, failure.drop_param)
-            log.info("model %s refused '%s'; adjusting and retrying", self.model, failure.drop_param)
+            self._adapt(call, failure.drop_param)
+            log.info("%s refused '%s'; adjusting and calling again", self.display_base_url, failure.drop_param)
             return None
         if attempt > 1:
             raise ModelError(f"The model call failed after {attempt} attempts: {failure.message}", retryable=False)
@@ -297,7 +387,16 @@ class OpenAIChatModel:
         if not choices or getattr(choices[0], "message", None) is None:
             return _Failure(f"the reply from {self.display_base_url} held no message")
         text = choices[0].message.content or ""
-        usage = getattr(response, "usage", None)
+        return Reply(text, self._usage(payload, text, getattr(response, "usage", None)), choices[0].finish_reason)
+
+    def _streamed(self, payload: list[Any], got: _Received) -> Reply | _Failure:
+        if not got.chunks:
+            return _Failure(f"the stream from {self.display_base_url} ended without a reply")
+        text = "".join(got.parts)
+        return Reply(text, self._usage(payload, text, got.usage), got.finish)
+
+    def _usage(self, payload: list[Any], text: str, usage: Any) -> Usage:
+        """The server's own figures when it sent them, else the estimate (marked so)."""
         if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
             counted = Usage(usage.prompt_tokens, usage.completion_tokens, cache_read=_cached_tokens(usage))
         else:
@@ -305,26 +404,49 @@ class OpenAIChatModel:
                 estimate_tokens("".join(str(m["content"]) for m in payload)), estimate_tokens(text), estimated=True
             )
         log.debug("model %s answered: %s", self.model, counted)
-        return Reply(text, counted, choices[0].finish_reason)
+        return counted
 
-    def _failure(self, exc: Exception) -> _Failure:
+    def _failure(self, exc: Exception, got: _Received) -> _Failure:
         openai, where = _sdk(), self.display_base_url
-        if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
-            timeout = f"nagent.requestTimeout ({self.request_timeout:g}s)"
-            message = f"no answer within {timeout} from {where}; raise requestTimeout for a slow model"
-            return _Failure(message, transient=True)
+        elapsed = time.monotonic() - got.started
+        if isinstance(exc, TimeoutError):  # ours: the deadline
+            return _Failure(
+                f"{where} was still answering at nagent.requestDeadline ({self.request_deadline:g}s), "
+                f"{got.where_in_reply()}; the call was cut (raise requestDeadline for long answers)"
+            )
+        if isinstance(exc, openai.APITimeoutError):  # the SDK's per-read timeout: silence
+            quiet = time.monotonic() - (got.last or got.started)
+            return _Failure(
+                f"{where} stalled: no byte for {self.request_timeout:g}s (nagent.requestTimeout) "
+                f"{got.where_in_reply()}, {elapsed:.1f}s into the call ({quiet:.1f}s silent); the call was cut "
+                "(raise requestTimeout for a model slow to start)"
+            )
         if isinstance(exc, openai.APIConnectionError):
             cause = self._scrub(type(exc.__cause__ or exc.__context__ or exc).__name__)
+            if got.began:
+                return _Failure(
+                    f"the connection to {where} was dropped {got.where_in_reply()}, {elapsed:.1f}s into the call "
+                    f"({cause}); not retried, a generation was under way"
+                )
             hint = "check nagent.baseUrl and that the server is running"
-            message = f"the connection to {where} failed or was dropped ({cause}); {hint}"
-            return _Failure(message, transient=True)
-        if not isinstance(exc, openai.APIStatusError):
-            return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})")
+            return _Failure(f"the connection to {where} failed or was dropped ({cause}); {hint}", transient=True)
+        if isinstance(exc, openai.APIStatusError):
+            return self._status_failure(exc, got)
+        if isinstance(exc, openai.APIError):  # an error event inside a stream
+            detail = self._scrub(str(getattr(exc, "message", "") or type(exc).__name__))
+            return _Failure(f"{where} reported an error {got.where_in_reply()}: {detail}")
+        return _Failure(f"unreadable reply from {where} ({self._scrub(type(exc).__name__)})")
+
+    def _status_failure(self, exc: Any, got: _Received) -> _Failure:
+        where = self.display_base_url
         code, body = exc.status_code, exc.body  # body: the JSON `error` object, or the text
         detail = (body.get("message") or body.get("detail") or body) if isinstance(body, Mapping) else body
         detail = self._scrub(str(detail or exc.response.reason_phrase or "no detail"))
         if code == 400 and exc.param in ("temperature", self._tokens_param) and "unsupported" in detail.lower():
             return _Failure(f"HTTP 400 from {where}: {detail}", drop_param=exc.param)
+        refused = _stream_refusal(code, exc.param, detail) if got.streaming and not got.began else None
+        if refused is not None:
+            return _Failure(f"HTTP {code} from {where}: {detail}", drop_param=refused)
         template = _STATUS_MESSAGES.get(min(code, 500), _STATUS_MESSAGES[0])
         fields = {"where": where, "code": code, "detail": detail, "env": self.api_key_env, "model": self.model}
         headers = exc.response.headers
@@ -334,8 +456,15 @@ class OpenAIChatModel:
             transient = told == "true"
         return _Failure(template.format(**fields), transient=transient, retry_after=_retry_after(headers))
 
-    def _adapt(self, params: dict[str, Any], param: str) -> None:
-        if param == "temperature":
+    def _adapt(self, call: _Call, param: str) -> None:
+        params = call.params
+        if param == "stream":
+            call.stream = False
+            _PLAIN_ENDPOINTS.add(self.display_base_url)
+        elif param == "stream_options":
+            call.include_usage = False
+            _NO_USAGE_ENDPOINTS.add(self.display_base_url)
+        elif param == "temperature":
             params.pop("temperature", None)
             self.temperature = None
         elif param in ("max_tokens", "max_completion_tokens"):
@@ -358,8 +487,9 @@ class OpenAIChatModel:
 
     def _new_client(self) -> openai.AsyncOpenAI:
         openai = _sdk()
-        # The SDK's timeout bounds each connect and read; `_attempt` bounds their sum. Its retries are off: ours
-        # give every attempt its own deadline, and need none of its private hooks to scale, announce or cancel a wait.
+        # The SDK's timeout bounds each connect and read: requestTimeout is the silence allowed; `_attempt` bounds
+        # the whole request (requestDeadline). Its retries are off: ours retry only what never began, and need none
+        # of its private hooks to scale, announce or cancel a wait.
         return openai.AsyncOpenAI(
             api_key=self._key or PLACEHOLDER_KEY,
             base_url=self.base_url or OPENAI_BASE_URL,
@@ -373,6 +503,18 @@ class OpenAIChatModel:
         if self._client is None or self._client_loop is not loop:
             self._client, self._client_loop = self._new_client(), loop
         return self._client
+
+
+def _stream_refusal(code: int, param: str | None, detail: str) -> str | None:
+    """'stream' or 'stream_options' when a status refuses streaming (or only its usage option), else None."""
+    if code not in _STREAM_REFUSALS:
+        return None
+    said = f"{param or ''} {detail}".lower()
+    if "stream_options" in said or "include_usage" in said:
+        return "stream_options"
+    if "stream" in said or code in (405, 415, 501):
+        return "stream"
+    return None
 
 
 def _cached_tokens(usage: Any) -> int:

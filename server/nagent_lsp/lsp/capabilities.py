@@ -48,3 +48,10 @@ def supports_create(caps: ClientCapabilities | None) -> bool:
     """`CreateFile` in documentChanges (`workspace.workspaceEdit.resourceOperations` holds "create")."""
     operations = _get(caps, "workspace", "workspace_edit", "resource_operations") or []
     return any(getattr(op, "value", op) == "create" for op in operations)
+
+
+def wants_stream(caps: ClientCapabilities | None) -> bool:
+    """`experimental: {nagent: {stream: true}}`: the client renders `nagent/stream` answer deltas (issue 23)."""
+    experimental = _get(caps, "experimental")
+    nagent = experimental.get("nagent") if isinstance(experimental, dict) else None
+    return isinstance(nagent, dict) and nagent.get("stream") is True

@@ -31,6 +31,7 @@ from nagent_lsp.text.merge import Current, plan_change_set
 
 log = logging.getLogger("nagent_lsp")
 
+STREAM_NOTIFICATION = "nagent/stream"  # the answer as it forms (contract A, issue 23)
 SHOW_TIMEOUT = 5.0
 ASK_TIMEOUT = 120.0
 APPLY_TIMEOUT = 300.0  # the user may be looking at a refactor preview
@@ -275,6 +276,21 @@ class LspPort:
         if token:
             self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
             progress.token = None
+
+    def answer_delta(self, progress: Progress | None, uri: str, delta: str, turn: int, done: bool = False) -> None:
+        """`nagent/stream {token, uri, delta, turn, done?}` to a client that declared `experimental.nagent.stream`;
+        nothing to others (their `$/progress` shows the live figures and step)."""
+        if not caps.wants_stream(self.server.client_capabilities):
+            return
+        params: dict[str, object] = {
+            "token": progress.token if progress is not None else None,
+            "uri": uri,
+            "delta": delta,
+            "turn": turn,
+        }
+        if done:
+            params["done"] = True
+        self.server.protocol.notify(STREAM_NOTIFICATION, params)
 
     def log(self, level: str, message: str) -> None:
         getattr(log, level, log.info)(message)

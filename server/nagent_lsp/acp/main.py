@@ -19,8 +19,14 @@ def run(args: argparse.Namespace) -> int:
     from nagent_lsp.acp.agent import NagentAgent
 
     # session/resume and session/close are routed by the SDK only with its "unstable" methods turned on
-    agent: Any = NagentAgent()  # implements the SDK's Agent protocol's methods it advertises
-    asyncio.run(run_agent(agent, use_unstable_protocol=True))
+    from nagent_lsp.acp.transport import guarded_stdio
+
+    async def serve() -> None:
+        agent: Any = NagentAgent()  # implements the SDK's Agent protocol's methods it advertises
+        writer, reader = await guarded_stdio()
+        await run_agent(agent, writer, reader, use_unstable_protocol=True)
+
+    asyncio.run(serve())
     return 0
 
 

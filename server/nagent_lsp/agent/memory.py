@@ -50,7 +50,8 @@ FOLD_ASK = (
     "compact memory for the model that continues the work: the user's goals and requests, decisions and their "
     "reasons, what was changed in which files (name files, functions and line numbers exactly), commands run and "
     "their outcomes, facts learned from reads, and what is still open. Keep every fact the work still needs; drop "
-    "file contents that can be read again, repetition and chatter. Plain text, no preamble."
+    "file contents that can be read again, repetition and chatter. Plain text, no preamble, at most 800 words (the "
+    "reply is capped by memoryMaxTokens)."
 )
 
 
@@ -150,6 +151,8 @@ class Memory:
             f"below, to keep it under conversation.tokenBudget ({self.budget} tokens). The full text is archived at "
             f"{archived}."
         )
+        if reply.finish_reason in ("length", "max_tokens"):  # kept: it is what the cap bought, and it says so
+            note += " The summary was cut at its output cap (memoryMaxTokens); read the archive for what it lacks."
         parts = [
             system_block(note),
             render_block(SUMMARY, summary, {"archived": archived, "turns": turns, "folded_tokens": folded_tokens}),

@@ -65,6 +65,8 @@ def parse_summary_reply(text: str, items: list[SummaryItem]) -> dict[tuple[str, 
         except ValueError:
             data = None
     rows = data.get("summaries") if isinstance(data, dict) else data
+    if not isinstance(rows, list):  # a reply cut at its cap: the rows that are whole still count
+        rows = _whole_rows(body)
     if not isinstance(rows, list):
         return {}
     by_hash: dict[str, list[str]] = {}
@@ -87,12 +89,31 @@ def parse_summary_reply(text: str, items: list[SummaryItem]) -> dict[tuple[str, 
     return out
 
 
+def _whole_rows(body: str) -> list[Any]:
+    """The `{...}` objects of a reply whose JSON does not parse as a whole (cut at the output cap)."""
+    rows = []
+    for match in re.finditer(r"\{[^{}]*\}", body):
+        try:
+            rows.append(json.loads(match.group(0)))
+        except ValueError:
+            continue
+    return rows
+
+
 def make_model_summarizer(complete: Callable[[list[Message]], Any]) -> Summarizer:
-    """`complete(messages)` returns a Reply (or text); exceptions propagate (the service records no summary)."""
+    """`complete(messages)` returns a Reply (or text); exceptions propagate (the service records no summary). A
+    reply cut at commitSummaryMaxTokens keeps the summaries it finished; the others keep their subject."""
 
     def summarize(items: list[SummaryItem]) -> dict[tuple[str, str], str]:
         reply = complete(summary_prompt(items))
-        return parse_summary_reply(getattr(reply, "text", reply) or "", items)
+        found = parse_summary_reply(getattr(reply, "text", reply) or "", items)
+        if getattr(reply, "finish_reason", None) in ("length", "max_tokens"):
+            log.warning(
+                "commit summaries cut at commitSummaryMaxTokens: %d of %d kept (the rest keep their subject)",
+                len(found),
+                len(items),
+            )
+        return found
 
     return summarize
 

@@ -23,11 +23,14 @@ from nagent_lsp.text.segments import TARGET_BYTES_DEFAULT, plan_segments
 from nagent_lsp.text.split_rules import detect_split_type
 
 Complete = Callable[[list[Message]], Any]
+LENGTH_STOPS = ("length", "max_tokens")
+# Appended to a summary the model was cut off in (its output cap, fileSummaryMaxTokens, was reached).
+TRUNCATED_MARK = " […truncated at fileSummaryMaxTokens]"
 
 SYSTEM = (
     "You summarise source and text files for a developer who is about to change them. "
     "State what the file is for, its main parts (types, functions, sections) and anything surprising. "
-    "Plain prose, at most {words} words, no preamble, no Markdown headings."
+    "Plain prose, at most {words} words, no preamble, no Markdown headings; stop when that is said."
 )
 
 
@@ -67,6 +70,8 @@ async def _ask(complete: Complete, messages: list[Message]) -> str:
     text = (getattr(reply, "text", reply) or "").strip()
     if not isinstance(text, str) or not text:
         raise SummaryError("the model returned an empty summary")
+    if getattr(reply, "finish_reason", None) in LENGTH_STOPS:
+        text += TRUNCATED_MARK  # kept (it is what the cap bought) but marked, for the reader and the model alike
     return text
 
 

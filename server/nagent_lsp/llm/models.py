@@ -3,8 +3,8 @@
 One place decides "is a model configured", so every command that needs one fails the same way, and one place
 resolves model profiles (DESIGN §10): `model`, `summaryModel`, an agent's `model` and a recipe step's `model` may
 name a profile of `settings.models` (or of a recipe's own `models`) or be a raw model id. A profile's unset fields
-fall back to the top-level settings. Commit/file summaries and conversation compaction use `summaryModel`
-(default: `model`), edits use `model`.
+fall back to the top-level settings. Commit/file summaries, memory folds and conversation compaction use
+`summaryModel` (default: `model`), each with its own output cap (`purpose_settings`); edits use `model`.
 """
 
 from __future__ import annotations
@@ -57,6 +57,49 @@ def summary_settings(settings: Settings) -> Settings:
     return model_settings(settings, settings.summaryModel or settings.model)
 
 
+# Each purpose's model call, bounded to what it produces (issue 23): a one-line commit summary needs tens of tokens,
+# not an edit's 8,192 — a model that does not stop would generate them all. Purpose -> the setting of its cap.
+PURPOSE_CAPS = {
+    "edit": "maxOutputTokens",
+    "commitSummary": "commitSummaryMaxTokens",
+    "fileSummary": "fileSummaryMaxTokens",
+    "memory": "memoryMaxTokens",
+    "compaction": "compactionMaxTokens",
+}
+
+
+@attrs.frozen
+class PurposeModel:
+    """What one purpose's calls use: the model id and the output cap of one reply (tokens)."""
+
+    purpose: str
+    model: str
+    maxOutputTokens: int
+    capSetting: str  # the setting that bounds it
+
+
+def purpose_settings(settings: Settings, purpose: str) -> Settings:
+    """The settings of `purpose`'s calls: edits use `model`; summaries, memory folds and compaction `summaryModel`
+    with their own cap (never above a profile's own `maxOutputTokens`)."""
+    if purpose == "edit":
+        return model_settings(settings)
+    resolved = summary_settings(settings)
+    cap = int(getattr(settings, PURPOSE_CAPS[purpose]))
+    profile = settings.models.get(settings.summaryModel or settings.model)
+    if profile is not None and profile.maxOutputTokens is not None:
+        cap = min(cap, profile.maxOutputTokens)
+    return attrs.evolve(resolved, maxOutputTokens=cap)
+
+
+def purpose_models(settings: Settings) -> list[PurposeModel]:
+    """Every purpose's model and cap, for `nagent.status`."""
+    return [
+        PurposeModel(purpose, used.model, used.maxOutputTokens, setting)
+        for purpose, setting in PURPOSE_CAPS.items()
+        for used in (purpose_settings(settings, purpose),)
+    ]
+
+
 def profile_price(settings: Settings, name: str | None = None) -> tuple[float, float] | None:
     """(input, output) price per million tokens of the profile `name` (None: `model`), if it has one."""
     profile = settings.models.get(name or settings.model)
@@ -84,14 +127,18 @@ def optional_model(settings: Settings, environ: Mapping[str, str] | None) -> Cha
     return chat_model(resolved, environ) if resolved.model_configured(environ) else None
 
 
-def require_summary_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel:
-    """The model of summaries and compaction (`summaryModel`), or a UserError."""
-    return configured_model(summary_settings(settings), environ)
+def require_summary_model(
+    settings: Settings, environ: Mapping[str, str] | None, purpose: str = "compaction"
+) -> ChatModel:
+    """The model of summaries and compaction (`summaryModel`) with `purpose`'s cap, or a UserError."""
+    return configured_model(purpose_settings(settings, purpose), environ)
 
 
-def optional_summary_model(settings: Settings, environ: Mapping[str, str] | None) -> ChatModel | None:
-    """The model of commit summaries (`summaryModel`), or None when none is configured."""
-    resolved = summary_settings(settings)
+def optional_summary_model(
+    settings: Settings, environ: Mapping[str, str] | None, purpose: str = "commitSummary"
+) -> ChatModel | None:
+    """The model of summaries (`summaryModel`) with `purpose`'s cap, or None when none is configured."""
+    resolved = purpose_settings(settings, purpose)
     return chat_model(resolved, environ) if resolved.model_configured(environ) else None
 
 

@@ -22,7 +22,8 @@ ASK = (
     "Below is a working conversation between a user, a coding model and the tools it used on one file. "
     "Summarise it for whoever continues the work: the user's goals, the decisions taken and why, the changes "
     "made to the file, commands run and their outcome, and anything unresolved. Name files and functions "
-    "exactly. Do not describe the conversation format or the tool itself. Plain text, no preamble."
+    "exactly. Do not describe the conversation format or the tool itself. Plain text, no preamble, at most 1,000 "
+    "words."
 )
 
 
@@ -57,11 +58,13 @@ async def _summarise(model: ChatModel, history: str, instruction: str | None) ->
     summary = reply.text.strip()
     if not summary:
         raise UserError("the model returned an empty summary; nothing was changed")
+    if reply.finish_reason in ("length", "max_tokens"):  # kept, and marked: the cap ended it, not the model
+        summary += "\n[…truncated at compactionMaxTokens]"
     return summary
 
 
 async def summarize_conversation(session: Session, port: EditorPort, args: UriArgs) -> ConversationSummary:
-    model = require_summary_model(session.settings, session.environ)
+    model = require_summary_model(session.settings, session.environ, "compaction")
     _, ref = resolve(session, args.uri)
     history = _history_text(ConversationFile.open(ref.conversation_path, port).text)
     if not history:
@@ -70,7 +73,7 @@ async def summarize_conversation(session: Session, port: EditorPort, args: UriAr
 
 
 async def compact_conversation(session: Session, port: EditorPort, args: CompactArgs) -> CompactedConversation:
-    model = require_summary_model(session.settings, session.environ)
+    model = require_summary_model(session.settings, session.environ, "compaction")
     store, ref = resolve(session, args.uri)
     async with store.lock_for(ref):
         convo = ConversationFile.open(ref.conversation_path, port)

@@ -11,7 +11,7 @@ from nagent_lsp import __version__
 from nagent_lsp.config.convert import WIRE_NULL
 from nagent_lsp.config.settings import flatten
 from nagent_lsp.config.state_root import git_toplevel
-from nagent_lsp.llm.models import model_settings, summary_settings
+from nagent_lsp.llm.models import PurposeModel, model_settings, purpose_models, summary_settings
 from nagent_lsp.llm.openai_chat import strip_userinfo
 from nagent_lsp.operations.context_info import ContextLayer, context_layers
 from nagent_lsp.operations.profiles import profile_names
@@ -55,6 +55,7 @@ class ServerStatus:
     contextLayers: list[ContextLayer]
     contextProblems: list[str]
     profiles: list[str]  # the user's model profiles (`models`), for a per-request `profile`
+    purposes: list[PurposeModel]  # each purpose's model and output cap (issue 23): edit, summaries, memory, compaction
 
 
 def status(session: Session) -> ServerStatus:
@@ -79,6 +80,7 @@ def status(session: Session) -> ServerStatus:
         contextLayers=context.layers if context else [],
         contextProblems=context.problems if context else [],
         profiles=profile_names(s),
+        purposes=purpose_models(s),
     )
 
 

@@ -38,7 +38,7 @@ async def summarize_file(
         return hit
     owned = None
     if complete is None:
-        owned = require_summary_model(session.settings, session.environ)
+        owned = require_summary_model(session.settings, session.environ, "fileSummary")
         complete = owned.complete
     try:
         return await summarize_text(source.text, path, cache_dir, complete)

@@ -272,7 +272,11 @@ async def test_another_tools_log_shows_in_hover(profile, tmp_path, workspace, ed
         editor.open(lib)
         editor.open(main)
         editor.open(old)
-        card = hover_text(await editor.hover(lib, 1))
+        card = ""
+        for _ in range(200):  # the line's blame runs in the background; the card names the log once it is known
+            card = hover_text(await editor.hover(lib, 1))
+            if "last changed" in card:
+                break
         assert "written by claude, model claude-sonnet-4-5-20250514, session s\\_e7f2a90b31cc48" in card, card
         at = (await editor.command("nagent.attribution.at", {"uri": editor.uri(main), "line": 3}))["attribution"]
         assert at["source"] == "notes" and at["tool"] == "cursor" and at["sessionId"] == "s_c9883b05a2487d"

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from nagent_lsp.history.git import GitError, GitRepository
+from nagent_lsp.history.refs import git_dirs
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,26 @@ class AiNotes:
         self._logs: dict[str, AuthorshipLog | None] = {}
 
     def tip(self) -> str | None:
-        return self.git.rev_parse(self.ref)
+        """The ref's commit, read from the ref files (no process: a hover asks it); git's answer when unsure."""
+        dirs = git_dirs(self.git.root)
+        if dirs is None:
+            return self.git.rev_parse(self.ref)
+        gitdir, common = dirs
+        for base in (gitdir, common):
+            try:
+                value = (base / self.ref).read_text(encoding="ascii").strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            return value if len(value) in (40, 64) else self.git.rev_parse(self.ref)
+        try:
+            packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        for line in packed.splitlines():
+            sha, _, name = line.partition(" ")
+            if name == self.ref:
+                return sha
+        return None
 
     def listing(self, tip: str | None = None) -> dict[str, str]:
         tip = tip or self.tip()

@@ -460,7 +460,7 @@ def line_attribution(
     if origin is None:
         return None
     commit, origin_path, origin_line = origin
-    notes = AiNotes(service.git)
+    notes = notes_of(service.git)
     if notes.has(commit):
         found = foreign_attribution(notes, commit, origin_path, origin_line)
         if found is not None:
@@ -525,13 +525,14 @@ def head_line_of(git: GitRepository, root: Path, rel: str, text: str, line: int)
 # -- the hover card's line --------------------------------------------------------------------------------------------
 
 
-def hover_line(session: Session, path: Path, line: int, text: str | None) -> str:
+def hover_line(session: Session, path: Path, line: int, text: str | None, commit: str | None = None) -> str:
     """Markdown for the hover card (0-based `line`): "written by …" and a link that opens the conversation at the
-    turn (a VS Code command link; other editors get the path and line). "" when nothing attributes the line."""
+    turn (a VS Code command link; other editors get the path and line). "" when nothing attributes the line.
+    `commit`: the one blame gives the line (the card's); only when it has an authorship log is git asked more."""
     try:
         found = nagent_attribution(session, path, line, text)
-        if found is None:
-            found = _foreign_for_hover(session, path, line, text)
+        if found is None and commit is not None:
+            found = _foreign_for_hover(session, path, line, text, commit)
     except (GitError, OSError) as exc:
         log.debug("attribution for the hover of %s failed: %s", path, exc)
         return ""
@@ -545,14 +546,15 @@ def hover_line(session: Session, path: Path, line: int, text: str | None) -> str
     return shown
 
 
-def _foreign_for_hover(session: Session, path: Path, line: int, text: str | None) -> Attribution | None:
+def _foreign_for_hover(
+    session: Session, path: Path, line: int, text: str | None, commit: str
+) -> Attribution | None:
     located = service_for(session, path)
     if located is None:
         return None
     service, rel = located
-    notes = AiNotes(service.git)
-    if not notes.listing():
-        return None  # no authorship log in this repository: no git process for a hover
+    if not notes_of(service.git).has(commit):
+        return None  # the line's commit has no authorship log: no git process for this hover
     return line_attribution(session, path, line, text)
 
 
@@ -564,6 +566,18 @@ def _md(text: str) -> str:
 
 
 # -- notes for new commits ---------------------------------------------------------------------------------------------
+
+_notes: dict[str, AiNotes] = {}
+
+
+def notes_of(git: GitRepository) -> AiNotes:
+    """One reader per repository, so its listing and parsed logs stay cached between hovers."""
+    with _lock:
+        found = _notes.get(str(git.root))
+        if found is None:
+            found = _notes[str(git.root)] = AiNotes(git)
+        return found
+
 
 _watched: set[int] = set()
 _sync_lock = threading.Lock()
@@ -608,7 +622,7 @@ def sync_notes(session: Session, root: Path, git: GitRepository) -> list[str]:
         if head is None or synced is None or head == synced:
             return []
         commits = git.new_commits(head, [synced], NOTE_COMMITS)
-        notes = AiNotes(git)
+        notes = notes_of(git)
         listing = notes.listing()
         todo = [c for c in reversed(commits) if c not in listing]
         tracked = [p for p in ledger.tracked_paths() if _inside(root, p)]
@@ -710,7 +724,7 @@ def blame_file(session: Session, uri: str) -> list[BlameLine]:
     if located is not None:
         service, rel = located
         sync_notes(session, service.root, service.git)
-        notes = AiNotes(service.git)
+        notes = notes_of(service.git)
         head = read_head(service.root)
         if head is not None:
             try:

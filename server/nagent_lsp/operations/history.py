@@ -221,12 +221,15 @@ def hover_markdown(
 ) -> str | None:
     """The history card with, on a line nagent (or another tool's authorship log) attributes, who wrote it
     (operations/attribution.py). `text` is the buffer: its line is mapped to HEAD's before blame (issue 25)."""
-    card = _history_card(session, path, line, wait=wait, blame_wait=blame_wait, started=started, text=text)
+    last: list[str] = []  # the commit blame gives the line, when the card knows it
+    if started is not None:  # the budget counts from the request's arrival (imports and start-up included)
+        wait = max(0.0, wait - (time.monotonic() - started))
+    card = _history_card(session, path, line, wait=wait, blame_wait=blame_wait, text=text, last=last)
     if line is None:
         return card
     from nagent_lsp.operations.attribution import hover_line
 
-    written = hover_line(session, path, line - 1, text)
+    written = hover_line(session, path, line - 1, text, last[0] if last else None)
     if not written:
         return card
     return f"{card}\n\n{written}" if card else written
@@ -239,8 +242,8 @@ def _history_card(
     *,
     wait: float,
     blame_wait: float,
-    started: float | None,
     text: str | None,
+    last: list[str],
 ) -> str | None:
     """The hover card for `path` at 1-based `line`; None outside git or for a file with no commits. Once warm it
     reads memory only; it never waits for the model, and for git at most `wait` seconds (after HEAD moved, or
@@ -250,8 +253,6 @@ def _history_card(
         return None
     service, rel = found
     hs = session.settings.history
-    if started is not None:  # the budget counts from the request's arrival (imports and start-up included)
-        wait = max(0.0, wait - (time.monotonic() - started))
     entry = service.entry(rel, hs, sync=False, wait=wait)
     if entry is None:
         return None
@@ -274,6 +275,8 @@ def _history_card(
             commit, state = None, "not committed yet"
         else:
             commit, state = service.line_commit(rel, at_head, entry, blame_wait)
+            if commit is not None:
+                last.append(commit.hash)
     return render.hover_card(entry.view, entry.all_authors, line, commit, state)
 
 

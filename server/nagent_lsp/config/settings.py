@@ -89,6 +89,13 @@ class ConversationSettings:
 
 
 @attrs.frozen
+class AttributionSettings:
+    # issue 27: "ai" writes a Git AI v3.0.0 authorship log to refs/notes/ai for each new commit holding lines nagent
+    # wrote (local until `nagent-lsp attribution push`); "off" writes none (the ledger and hover stay)
+    notes: Literal["ai", "off"] = "ai"
+
+
+@attrs.frozen
 class RulesFilesSettings:
     """The team's rules files read into the initial context (agent.rules_files), one switch per convention. Yours
     to turn off; a repository's config may turn one off, never on (NARROW_ONLY)."""
@@ -126,22 +133,22 @@ class Settings:
     apiKeyEnv: EnvName = "OPENAI_API_KEY"
     temperature: Annotated[float, Between(0, 2)] = 0.2
     maxOutputTokens: Annotated[int, Between(1, 1_000_000)] = 8192
-    requestTimeout: Annotated[float, Between(1, 3600)] = 120.0
-    maxSteps: Annotated[int, Between(1, 1000)] = 25
-    shell: Literal["allow", "ask", "deny"] = "ask"
-    shellTimeout: Annotated[float, Between(1, 86400)] = 120.0
-    denyRead: tuple[str, ...] = DEFAULT_DENY_READ
-    maxFileBytes: Annotated[int, Between(1, 1 << 40)] = DEFAULT_MAX_FILE_BYTES
-    confirmEdits: bool = False
     # Issue 23: requestTimeout is the silence allowed (seconds without a byte from the model server), requestDeadline
     # one request end to end; a slow model that keeps streaming is cut only by the deadline.
-    stateRoot: str | None = None
+    requestTimeout: Annotated[float, Between(1, 3600)] = 120.0
     requestDeadline: Annotated[float, Between(1, 86400)] = 1800.0
     # Output caps per purpose (tokens of one reply), sized to what each produces; maxOutputTokens is the edits'.
     commitSummaryMaxTokens: Annotated[int, Between(16, 1_000_000)] = 1200  # one batch of up to 20 one-line summaries
     fileSummaryMaxTokens: Annotated[int, Between(16, 1_000_000)] = 400
     memoryMaxTokens: Annotated[int, Between(16, 1_000_000)] = 1500
     compactionMaxTokens: Annotated[int, Between(16, 1_000_000)] = 2000
+    maxSteps: Annotated[int, Between(1, 1000)] = 25
+    shell: Literal["allow", "ask", "deny"] = "ask"
+    shellTimeout: Annotated[float, Between(1, 86400)] = 120.0
+    denyRead: tuple[str, ...] = DEFAULT_DENY_READ
+    maxFileBytes: Annotated[int, Between(1, 1 << 40)] = DEFAULT_MAX_FILE_BYTES
+    confirmEdits: bool = False
+    stateRoot: str | None = None
     history: HistorySettings = attrs.Factory(HistorySettings)
     models: dict[str, ModelProfile] = attrs.Factory(dict)  # named profiles; `model`/`summaryModel` may name one
     summaryModel: str | None = None  # commit/file summaries and compaction; None: `model`
@@ -150,6 +157,7 @@ class Settings:
     reviewAlways: tuple[str, ...] = DEFAULT_REVIEW_ALWAYS
     conversation: ConversationSettings = attrs.Factory(ConversationSettings)
     rulesFiles: RulesFilesSettings = attrs.Factory(RulesFilesSettings)
+    attribution: AttributionSettings = attrs.Factory(AttributionSettings)
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The key from `environ`, by default the process's environment with its held secrets
@@ -228,11 +236,17 @@ NARROW_ONLY: dict[str, tuple[Any, ...]] = {
     "rulesFiles.claudeRules": (False, True),
     "rulesFiles.copilot": (False, True),
     "conversation.share": ("local", "committed"),  # what the user's conversations offer to commit: their consent
+    "attribution.notes": ("off", "ai"),  # notes are written into the user's repository: their consent
 }
 # Limits and budgets a repository may only lower (raising them is how it would bloat or stall the server).
 LOWER_ONLY = (
     "maxFileBytes",
     "requestTimeout",
+    "requestDeadline",
+    "commitSummaryMaxTokens",
+    "fileSummaryMaxTokens",
+    "memoryMaxTokens",
+    "compactionMaxTokens",
     "shellTimeout",
     "maxSteps",
     "maxOutputTokens",
@@ -242,11 +256,6 @@ LOWER_ONLY = (
 )
 # Its deny and review lists add to the ones before it instead of replacing them (an empty `denyRead` must not
 # expose `.env`).
-    "requestDeadline",
-    "commitSummaryMaxTokens",
-    "fileSummaryMaxTokens",
-    "memoryMaxTokens",
-    "compactionMaxTokens",
 ADD_ONLY = ("denyRead", "denyWrite", "reviewAlways")
 # Which model runs is what the user pays for: a repository may pick one of the user's own profiles, nothing else.
 PROFILE_ONLY = ("model", "summaryModel")

@@ -68,6 +68,7 @@ const SERVER_DEFAULTS: Record<string, unknown> = {
   'rulesFiles.claudeMd': true,
   'rulesFiles.claudeRules': true,
   'rulesFiles.copilot': true,
+  'attribution.notes': 'ai',
 };
 
 /** The server's "unset" (null) is contributed as "" (the Settings UI cannot edit a nullable string). */
@@ -107,7 +108,7 @@ test('contributed defaults agree with the real server (NAGENT_LSP_PYTHON)', (t) 
   const server = JSON.parse(out) as Record<string, unknown>;
   const flat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(server)) {
-    if (k === 'history' || k === 'conversation' || k === 'rulesFiles') for (const [hk, hv] of Object.entries(v as object)) flat[`${k}.${hk}`] = hv;
+    if (k === 'history' || k === 'conversation' || k === 'rulesFiles' || k === 'attribution') for (const [hk, hv] of Object.entries(v as object)) flat[`${k}.${hk}`] = hv;
     else flat[k] = v;
   }
   assert.deepEqual(Object.keys(flat).sort(), serverSettingKeys().sort());

@@ -95,12 +95,13 @@ async def test_instruction_action_shows_the_answer(workspace, editors, fake_mode
         name, arguments = command_of(by_title(await actions(editor, uri, 4), "nagent: apply this instruction"))
         assert name == "nagent.codeAction.run"
         result = await editor.command(name, *arguments)
-        assert result["applied"] is True, result
+        assert result == {"started": True, "command": "nagent.instruction.apply"}  # answered at once (issue 25)
         assert await wait_until(lambda: any("Added retries" in m for m in shown_messages(editor, since)))
+        assert "# retried" in editor.text(target)  # the change arrived as workspace/applyEdit
         messages = shown_messages(editor, since)
         assert any("working on net.py" in m for m in messages), messages  # eglot 1.9 has no $/progress
         final = next(m for m in messages if "Added retries" in m)
-        assert "applied" in final and "tokens" in final and "\n" not in final
+        assert "net.py: applied 1 edit" in final and "tokens" in final and "\n" not in final  # the server's line
         assert await wait_until(lambda: "Then the error." in logged(editor))
         assert editor.recorded.show_documents == []  # eglot cannot show a document: never asked
 
@@ -112,7 +113,44 @@ async def test_failed_action_says_why(workspace, editors) -> None:
         uri = editor.open(target)
         since = len(editor.client.messages)
         name, arguments = command_of(by_title(await actions(editor, uri, 4), "nagent: apply this instruction"))
-        error = await editor.command_error(name, *arguments)
-        assert await wait_until(lambda: shown_messages(editor, since))
-        shown = editor.client.messages[-1]
-        assert shown.type == types.MessageType.Error and error.message[:40] in shown.message
+        started = await editor.command(name, *arguments)  # a run answers at once; its failure is shown
+        assert started["started"] is True
+        assert await wait_until(lambda: any(m.type == types.MessageType.Error for m in editor.client.messages[since:]))
+        shown = next(m for m in editor.client.messages[since:] if m.type == types.MessageType.Error)
+        assert "model" in shown.message and "OPENAI_API_KEY" in shown.message, shown.message
+
+
+async def test_a_run_answers_before_the_model_does(profile, workspace, editors, fake_model) -> None:
+    """Issue 25 item 4: eglot runs executeCommand synchronously and gives up after 10 s (Emacs frozen meanwhile):
+    `nagent.codeAction.run` answers while the model is still thinking, and the change and the answer follow."""
+    import asyncio
+    import threading
+
+    build_repo(workspace, [Commit("init", {"net.py": SOURCE})])
+    target = workspace / "net.py"
+    release = threading.Event()
+    replies = iter(
+        [
+            f'<nagent-write path="{target}">\n{SOURCE.replace("return get(url)", "return get(url)  # held")}'
+            "</nagent-write>",
+            "<nagent-response>Held, then done.</nagent-response>",
+        ]
+    )
+
+    def held(request) -> dict:
+        release.wait(120)  # a bound for a test that fails before releasing it
+        return text(next(replies))
+
+    fake_model.responder = held
+    try:
+        async with editors.open(profile, workspace, model=True) as editor:
+            uri = editor.open(target)
+            since = len(editor.client.messages)
+            name, arguments = command_of(by_title(await actions(editor, uri, 4), "nagent: apply this instruction"))
+            result = await asyncio.wait_for(editor.command(name, *arguments), 60)
+            assert not release.is_set() and result["started"] is True  # answered while the model was held
+            release.set()
+            assert await wait_until(lambda: any("Held, then done." in m for m in shown_messages(editor, since)))
+            assert "# held" in editor.text(target)
+    finally:
+        release.set()

@@ -8,9 +8,13 @@ command's result itself. Any other client runs the command behind a code action 
 - the actions whose result is the point (history, split, patch, an instruction, a recipe) go through
   `nagent.codeAction.run {command, argument}`, which runs the command as usual and then shows its result with
   `window/showMessage` (one line), `window/logMessage` (the whole answer or card) and, where the client supports
-  it, `window/showDocument` (a split's first segment; the conversation at its end for a long answer). A long
-  run says it started (showMessage when the client has no work-done progress). The command's own result is
-  returned unchanged.
+  it, `window/showDocument` (a split's first segment; the conversation at its end for a long answer). History,
+  split and patch return the command's own result unchanged.
+- a run (an instruction, a recipe) answers at once with `{started: true, command}` and goes on in the
+  background: clients without a plugin run executeCommand synchronously (eglot blocks Emacs and gives up after
+  10 s while the run goes on, issue 25 item 4). It says it started (showMessage when the client has no
+  work-done progress), its change arrives as `workspace/applyEdit`, its end (the server's `message` line and the
+  answer's first line) or its error as `window/showMessage`.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ SHOW_TIMEOUT = 5.0
 MESSAGE_CHARS = 300  # a showMessage line; the whole text goes to logMessage
 LOG_CHARS = 20000
 LONG_ANSWER_LINES = 4  # a longer answer is also shown in the conversation (showDocument, where supported)
+_BACKGROUND: set[asyncio.Task[None]] = set()  # runs started by nagent.codeAction.run, held until they end
 
 
 @attrs.frozen
@@ -88,6 +93,10 @@ def register(server: NagentServer) -> None:
         show = Shower(ls)
         if args.command in LONG_RUNNING:
             show.started(args.command, args.argument)
+            task = asyncio.get_running_loop().create_task(_run_in_background(ls, show, args))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
+            return {"started": True, "command": args.command}
         try:
             result = await ls.commands.execute(ls, args.command, [args.argument])
         except JsonRpcException as exc:
@@ -100,6 +109,23 @@ def register(server: NagentServer) -> None:
         return result
 
     register_command(server, RUN_COMMAND, CodeActionRunArgs, run)
+
+
+async def _run_in_background(ls: NagentServer, show: Shower, args: CodeActionRunArgs) -> None:
+    """A run started by `nagent.codeAction.run`: what it did, or why it failed, shown when it ends."""
+    try:
+        result = await ls.commands.execute(ls, args.command, [args.argument])
+    except JsonRpcException as exc:
+        show.message(types.MessageType.Error, f"nagent: {exc.message}")
+        return
+    except Exception as exc:  # noqa: BLE001 - nobody awaits this task: the user hears of it, the log keeps it
+        log.error("%s failed in the background: %s", args.command, exc, exc_info=exc)
+        show.message(types.MessageType.Error, f"nagent: {args.command} failed; see the server log")
+        return
+    try:
+        await show.result(args.command, args.argument, result if isinstance(result, dict) else {})
+    except Exception as exc:  # noqa: BLE001 - showing is a courtesy
+        log.info("could not show the result of %s: %s", args.command, exc)
 
 
 def _name(uri: object) -> str:
@@ -197,15 +223,17 @@ class Shower:
         if not response and isinstance(result.get("outputs"), dict):
             response = "\n".join(f"{k}: {v}" for k, v in result["outputs"].items() if k != "fileText")
         if result.get("applied"):
-            status, kind = f"applied {result.get('edits', 0)} edits", types.MessageType.Info
+            kind = types.MessageType.Info
         elif result.get("proposal"):
-            status, kind = "a change awaits review (see the hints)", types.MessageType.Info
+            kind = types.MessageType.Info
         else:
-            status, kind = f"nothing applied ({result.get('reason') or 'no change'})", types.MessageType.Warning
-        tokens = _tokens(result.get("tokens"))
-        self.log("\n".join([f"nagent: {name}: {status}; {tokens}", "", response]))
+            kind = types.MessageType.Warning
+        line = str(result.get("message") or "")  # the server's one line (operations.run_message)
+        if not line:
+            line = f"{name}: {result.get('reason') or 'done'} ({_tokens(result.get('tokens'))})"
+        self.log("\n".join([f"nagent: {line}", "", response]))
         answer = _one_line(response, 200)
-        self.message(kind, f"nagent: {name}: {status}" + (f" — {answer}" if answer else "") + f" ({tokens})")
+        self.message(kind, f"nagent: {line}" + (f" — {answer}" if answer else ""))
         conversation = result.get("conversation")
         path = conversation.get("path") if isinstance(conversation, dict) else None
         if path and len(response.splitlines()) > LONG_ANSWER_LINES:

@@ -549,12 +549,12 @@ def hover_line(session: Session, path: Path, line: int, text: str | None, commit
 def _foreign_for_hover(
     session: Session, path: Path, line: int, text: str | None, commit: str
 ) -> Attribution | None:
-    located = service_for(session, path)
-    if located is None:
-        return None
-    service, rel = located
-    if not notes_of(service.git).has(commit):
-        return None  # the line's commit has no authorship log: no git process for this hover
+    from nagent_lsp.config.state_root import git_toplevel
+
+    top = git_toplevel(str(path.parent))
+    service = session.history_service_of(Path(os.path.realpath(top))) if top else None
+    if service is None or not notes_of(service.git).has(commit):
+        return None  # the line's commit has no authorship log: no git process, nothing more to read
     return line_attribution(session, path, line, text)
 
 

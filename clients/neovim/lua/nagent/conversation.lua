@@ -5,6 +5,8 @@
 
 local M = {}
 
+local hint_ns = vim.api.nvim_create_namespace("nagent_conversation_hint")
+
 M.targets = {} -- conversation path -> target file path (learnt from results; else file-index.json)
 
 local function real(path)
@@ -56,6 +58,58 @@ local function to_end(win)
   end
 end
 
+--- The first line (1-based) of the draft: the text typed after the conversation's last record, or nil when
+--- nothing is typed there. A record ends with a closing tag alone on its line (</user-prompt>, </nagent-response>…).
+---@param bufnr integer
+---@return integer? first, integer last_record_line
+function M.draft(bufnr)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  local last_record = 0
+  for i, l in ipairs(lines) do
+    if l:match("^%s*</[%w_%-]+>%s*$") or l:match("^%s*<[%w_%-]+[^>]*/>%s*$") then
+      last_record = i
+    end
+  end
+  for i = last_record + 1, #lines do
+    if vim.trim(lines[i]) ~= "" then
+      return i, last_record
+    end
+  end
+  return nil, last_record
+end
+
+--- The hint at the end of a conversation with no draft: how to send the next request (virtual text, not part of
+--- the file). Returns the hint's text, or nil when a draft is typed.
+---@param bufnr integer
+---@return string?
+function M.update_hint(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return nil
+  end
+  vim.api.nvim_buf_clear_namespace(bufnr, hint_ns, 0, -1)
+  if M.draft(bufnr) then
+    return nil
+  end
+  local prefix = require("nagent").keymap_prefix()
+  local text = "Type your request at the end of this buffer, then :NagentSend" ..
+    (prefix and (" (" .. prefix .. "s)") or "") .. " — @ mentions a file (:NagentMention)"
+  local last = math.max(0, vim.api.nvim_buf_line_count(bufnr) - 1)
+  vim.api.nvim_buf_set_extmark(bufnr, hint_ns, last, 0, { virt_lines = { { { text, "Comment" } } } })
+  return text
+end
+
+--- The hint shown now in conversation buffer `bufnr`, or nil.
+---@param bufnr integer
+---@return string?
+function M.hint(bufnr)
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, hint_ns, 0, -1, { details = true })) do
+    local vl = (m[4] or {}).virt_lines
+    if vl and vl[1] and vl[1][1] then
+      return vl[1][1][1]
+    end
+  end
+end
+
 --- Set a conversation buffer up (FileType nagentconv): folding, the end in view, sync, :NagentSend.
 function M.setup_buffer(bufnr)
   if vim.b[bufnr].nagent_conversation then
@@ -89,16 +143,27 @@ function M.setup_buffer(bufnr)
       vim.v.fcs_choice = vim.bo[bufnr].modified and "" or "reload"
     end,
   })
+  vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "BufReadPost" }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      M.update_hint(bufnr)
+    end,
+  })
   vim.api.nvim_buf_create_user_command(bufnr, "NagentSend", function(opts)
     M.send(opts.args, bufnr)
-  end, { nargs = "*", desc = "nagent: send the next request for this conversation's file" })
+  end, { nargs = "*", desc = "nagent: send the request typed at the end of this conversation" })
   local nagent = require("nagent")
   local prefix = nagent.keymap_prefix()
   if prefix then
     vim.keymap.set("n", prefix .. "s", function()
       M.send(nil, bufnr)
-    end, { buffer = bufnr, desc = "nagent: send the next request" })
+    end, { buffer = bufnr, desc = "nagent: send the request typed at the end" })
+    vim.keymap.set("n", prefix .. "@", function()
+      nagent.mention()
+    end, { buffer = bufnr, desc = "nagent: mention a file (@path)" })
   end
+  M.update_hint(bufnr)
   nagent.attach(bufnr) -- the server reads this buffer, unsaved edits included
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
     if not vim.w[win].nagent_seen then
@@ -134,6 +199,7 @@ local function reload(bufnr)
     vim.cmd("silent! edit!")
   end)
   M.fold(bufnr)
+  M.update_hint(bufnr)
   for _, w in ipairs(wins) do
     if at_end[w] ~= false then
       to_end(w)
@@ -206,19 +272,48 @@ function M.target_of(conversation_path)
   end
 end
 
---- :NagentSend [request] in a conversation: the next request for its file (prompts when empty). The
---- conversation's unsaved edits reach the model: the server reads this buffer.
-function M.send(request, bufnr)
+--- :NagentSend in a conversation: the text typed at its end (the draft, several lines too) is the request
+--- (nagent.conversation.send: the server takes the draft out of the conversation, runs it on the conversation's
+--- file and records the turn). :NagentSend REQUEST sends REQUEST instead. The conversation's unsaved edits reach
+--- the model: the server reads this buffer.
+---@param request? string
+---@param bufnr? integer the conversation buffer
+---@param callback? fun(err: table?, result: table?)
+function M.send(request, bufnr, callback)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local ui = require("nagent.ui")
+  local nagent = require("nagent")
   local target = M.target_of(vim.api.nvim_buf_get_name(bufnr))
+  local typed = request and vim.trim(request) ~= ""
+  if not typed and nagent.server_has(bufnr, "nagent.conversation.send") then
+    if not M.draft(bufnr) then
+      return ui.say("type a request at the end of the conversation, then :NagentSend", vim.log.levels.WARN)
+    end
+    local tbuf = bufnr
+    if target then
+      tbuf = vim.fn.bufadd(target)
+      vim.fn.bufload(tbuf)
+      vim.bo[tbuf].buflisted = true
+    end
+    local snap = M.snapshot()
+    ui.say("sending the request typed in the conversation…")
+    return nagent.execute("nagent.conversation.send", { uri = vim.uri_from_bufnr(bufnr) }, function(err, res)
+      if not err and type(res) == "table" then
+        nagent.present(tbuf, "edit", res, snap)
+        M.sync(vim.api.nvim_buf_get_name(bufnr), snap)
+      end
+      if callback then
+        callback(err, res)
+      end
+    end, bufnr)
+  end
   if not target then
     return ui.say("no file is known for this conversation (open it with :NagentConversation)", vim.log.levels.WARN)
   end
   local tbuf = vim.fn.bufadd(target)
   vim.fn.bufload(tbuf)
   vim.bo[tbuf].buflisted = true
-  require("nagent").edit(request, { bufnr = tbuf })
+  nagent.edit(request, { bufnr = tbuf }, callback)
 end
 
 return M

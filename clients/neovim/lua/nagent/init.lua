@@ -11,6 +11,23 @@
 local M = {}
 local ui = require("nagent.ui")
 
+---@class nagent.Config
+---@field cmd string[] the server command
+---@field cmd_env table<string, string>? extra environment of the server process
+---@field settings table the server's settings (camelCase), initializationOptions and section "nagent"
+---@field filetypes string[]? nil: every file buffer
+---@field autostart boolean attach when a file is opened
+---@field root_markers string[] what marks a project's root
+---@field timeout_ms integer how long one command may take
+---@field capabilities table? extra client capabilities
+---@field on_attach fun(client: table, bufnr: integer)? run after nagent attaches to a buffer
+---@field keymaps boolean|string true: "<leader>n" mappings; a string: another prefix; false: none
+---@field answer "float"|"split"|"none" where the answer goes
+---@field review "auto"|"inline"|"manual" what a proposal opens
+---@field notify fun(msg: string, level: integer)? shows nagent's messages
+---@field message_request "ask"|"dismiss"|fun(message: string, titles: string[]): integer? the server's questions
+
+---@type nagent.Config
 local defaults = {
   cmd = { "nagent-lsp" },
   cmd_env = nil, -- extra environment for the server process
@@ -26,7 +43,9 @@ local defaults = {
   -- another prefix; false maps nothing.
   keymaps = true,
   answer = "float", -- where the model's answer goes: "float", "split" (nagent://answers) or "none"
-  review = "auto", -- "auto": open :NagentReview when an edit returns a proposal; "manual": only say so
+  -- "auto": open :NagentReview when an edit returns a proposal (its hunks are also marked in the source buffers);
+  -- "inline": mark the hunks in the source buffers and open the quickfix list of them; "manual": mark, say so
+  review = "auto",
   notify = nil, -- function(msg, level) to show nagent's one-line messages (default: the message area)
   -- window/showMessageRequest: "ask" prompts with inputlist when a UI is attached and
   -- dismisses (null) when headless; "dismiss" always answers null; or a function
@@ -51,6 +70,7 @@ local function notify(msg, level)
 end
 
 --- The mapping prefix ("<leader>n" by default), or nil when keymaps are off.
+---@return string?
 function M.keymap_prefix()
   local k = M.config.keymaps
   if k == true then
@@ -192,8 +212,10 @@ local function progress_handler(err, result, ctx, config)
 end
 
 --- For a statusline: what nagent is doing ("" when idle).
+---@return string
 function M.statusline()
-  for _, text in pairs(M.progress) do
+  local _, text = next(M.progress)
+  if text then
     return text
   end
   if next(M.running) then
@@ -226,6 +248,11 @@ local function on_attach(client, bufnr)
     map(bufnr, { "n", "x" }, p .. "R", ":NagentRecipe ", "run a recipe")
     map(bufnr, { "n" }, p .. "x", "<cmd>NagentCancel<cr>", "cancel the running command")
     map(bufnr, { "n" }, p .. "s", "<cmd>NagentStatus<cr>", "server status")
+    map(bufnr, { "n" }, p .. "y", "<cmd>NagentAccept<cr>", "accept the proposed change at the cursor")
+    map(bufnr, { "n" }, p .. "n", "<cmd>NagentReject<cr>", "reject the proposed change at the cursor")
+    map(bufnr, { "n" }, p .. "w", "<cmd>NagentWhoWrote<cr>", "open the conversation that wrote this line")
+    map(bufnr, { "n" }, p .. "@", "<cmd>NagentMention<cr>", "insert @path of a file to include")
+    map(bufnr, { "n" }, p .. "m", ":NagentEdit! ", "edit with a chosen agent or model")
   end
   if M.config.on_attach then
     M.config.on_attach(client, bufnr)
@@ -243,7 +270,8 @@ local function capabilities()
   -- This plugin asks the user for nagent.edit's request (the "nagent: edit selection" code action) and shows
   -- command results itself; the server offers that action, and stays quiet, only to clients that say so.
   caps.experimental = type(caps.experimental) == "table" and caps.experimental or {}
-  caps.experimental.nagent = { requestInput = true }
+  -- stream: the answer arrives as `nagent/stream` notifications while the model writes it (lua/nagent/stream.lua)
+  caps.experimental.nagent = { requestInput = true, stream = true }
   return caps
 end
 
@@ -266,6 +294,9 @@ local function client_config(root)
       ["workspace/applyEdit"] = apply_edit_handler,
       ["window/showMessageRequest"] = message_request_handler,
       ["$/progress"] = progress_handler,
+      ["nagent/stream"] = function(_, params)
+        require("nagent.stream").on_stream(params)
+      end,
     },
     on_init = function(client)
       ready[client.id] = true
@@ -308,6 +339,8 @@ local function spawn_problem()
 end
 
 --- Attach nagent-lsp to a buffer (starting or reusing the server); returns the client id.
+---@param bufnr? integer 0 or nil: the current buffer
+---@return integer? client_id
 function M.attach(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local existing = clients_for(bufnr)[1]
@@ -341,6 +374,8 @@ function M.attach(bufnr)
   return id
 end
 
+--- Configure nagent (see :help nagent-options), define the commands and attach to the open buffers.
+---@param opts? nagent.Config|table
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
   if opts and opts.settings then
@@ -369,6 +404,7 @@ function M.setup(opts)
 end
 
 --- Push changed settings to running servers (they pull workspace/configuration again).
+---@param settings table the server's settings (replacing the old ones)
 function M.update_settings(settings)
   M.config.settings = vim.deepcopy(settings)
   local all = vim.lsp.get_clients and vim.lsp.get_clients({ name = NAME }) or vim.lsp.get_active_clients()
@@ -405,6 +441,10 @@ end
 
 --- Run a nagent-lsp command with one JSON object argument, asynchronously.
 --- callback(err, result) runs when the server answers (errors are also notified).
+---@param command string e.g. "nagent.edit"
+---@param argument table? the command's argument (an empty table is sent as {})
+---@param callback? fun(err: table?, result: any)
+---@param bufnr? integer the buffer whose server runs it (nil: the current buffer)
 function M.execute(command, argument, callback, bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   if not M._setup_done then
@@ -567,20 +607,119 @@ local function present(bufnr, what, res, snap)
     local root = find_root(path) .. "/"
     return path:sub(1, #root) == root and path:sub(#root + 1) or short(path)
   end) or nil
-  ui.show_answer({ title = what .. " · " .. file, status = status, tokens = res.tokens, text = text, warning = outside })
+  local notes = M.result_notes(res)
+  ui.show_answer({ title = what .. " · " .. file, status = status, tokens = res.tokens, text = text, warning = outside,
+    notes = notes })
   ui.config.answer = saved
-  notify(string.format("%s %s: %s · %s", what, file, status, ui.tokens_text(res.tokens)), level)
+  if type(res.message) == "string" and res.message ~= "" then -- the server's own line, shown verbatim
+    notify((res.message:gsub("^nagent:%s*", "")), level)
+  else
+    notify(string.format("%s %s: %s · %s", what, file, status, ui.tokens_text(res.tokens)), level)
+  end
   if outside then
     notify((outside:gsub("^nagent ", "")), vim.log.levels.WARN)
   end
+  for _, n in ipairs(notes) do
+    notify(n, vim.log.levels.WARN)
+  end
+  M.open_created(res, bufnr)
   if pid then
     review.answers[tostring(pid)] = text
     if auto_review then
       review.review(pid, { answer = text, bufnr = bufnr, conversation = convo })
     else
-      notify(string.format("%s %s: a proposal awaits review (:NagentReview)", what, file))
+      -- the hunks where they apply (review = "inline" also opens the quickfix list of them)
+      M.execute("nagent.review.show", { id = pid }, function(err, p)
+        if not err and type(p) == "table" then
+          require("nagent.inline").show(p, { open_quickfix = M.config.review == "inline" })
+        end
+      end, bufnr)
+      local p = M.keymap_prefix()
+      notify(string.format("%s %s: a proposal awaits review (%s, or :NagentReview)", what, file,
+        p and (p .. "y / " .. p .. "n on a hunk") or ":NagentAccept / :NagentReject on a hunk"))
     end
   end
+end
+
+local function present_text(v)
+  return type(v) == "string" and v ~= ""
+end
+
+--- What a result says beside the answer, one line each: the history's checks (`coupling[].message`,
+--- `historyWarnings[].message`) and the `@path` mentions that were not included.
+---@param res table an edit-like result
+---@return string[]
+function M.result_notes(res)
+  local notes = {}
+  for _, c in ipairs(type(res.coupling) == "table" and res.coupling or {}) do
+    if type(c) == "table" and present_text(c.message) then
+      table.insert(notes, c.message)
+    end
+  end
+  for _, w in ipairs(type(res.historyWarnings) == "table" and res.historyWarnings or {}) do
+    if type(w) == "table" and present_text(w.message) then
+      local where = type(w.uri) == "string" and short(vim.uri_to_fname(w.uri)) or nil
+      local line = type(w.line) == "number" and (":" .. (w.line + 1)) or ""
+      table.insert(notes, (where and (where .. line .. ": ") or "") .. w.message)
+    end
+  end
+  for _, m in ipairs(type(res.mentions) == "table" and res.mentions or {}) do
+    if type(m) == "table" and m.included == false then
+      table.insert(notes, string.format("@%s not included%s", tostring(m.path),
+        present_text(m.reason) and (": " .. m.reason) or ""))
+    end
+  end
+  return notes
+end
+
+--- The files a run created: named in one message and opened (listed buffers; the first in a split), the cursor
+--- staying where it was.
+---@param res table an edit-like result (`files[{uri, edits, created}]`)
+---@param bufnr integer the buffer the run was for
+---@return string[] the created files' paths
+function M.open_created(res, bufnr)
+  local created = {}
+  for _, f in ipairs(type(res.files) == "table" and res.files or {}) do
+    if type(f) == "table" and f.created == true and type(f.uri) == "string" then
+      table.insert(created, vim.uri_to_fname(f.uri))
+    end
+  end
+  if #created == 0 then
+    return created
+  end
+  local root = find_root(vim.api.nvim_buf_get_name(bufnr)) .. "/"
+  local names = vim.tbl_map(function(path)
+    return path:sub(1, #root) == root and path:sub(#root + 1) or path
+  end, created)
+  notify("created " .. table.concat(names, ", "))
+  local current = vim.api.nvim_get_current_win()
+  for i, path in ipairs(created) do
+    local b = vim.fn.bufadd(path)
+    vim.bo[b].buflisted = true
+    if i == 1 and vim.fn.bufwinid(b) == -1 then
+      vim.cmd("belowright split " .. vim.fn.fnameescape(path))
+    end
+  end
+  if vim.api.nvim_win_is_valid(current) then
+    vim.api.nvim_set_current_win(current)
+  end
+  return created
+end
+
+M.present = present
+
+--- Does the nagent server attached to `bufnr` offer `command` (its executeCommandProvider)?
+---@param bufnr integer
+---@param command string
+---@return boolean
+function M.server_has(bufnr, command)
+  for _, c in ipairs(clients_for(bufnr)) do
+    local cmds = c.server_capabilities and c.server_capabilities.executeCommandProvider
+    if cmds and vim.tbl_contains(cmds.commands or {}, command) then
+      return true
+    end
+  end
+  return false
 end
 
 local function range_of(bufnr, opts)
@@ -596,10 +735,78 @@ local function range_of(bufnr, opts)
   end
 end
 
+--- A list result's `problems` (broken or shadowed agent/recipe files): one warning each, so a file that does not
+--- parse is named instead of silently missing from the picker.
+---@param res table nagent.agents.list / nagent.recipes.list result
+---@param what string "agent" or "recipe"
+function M.show_problems(res, what)
+  local problems = type(res.problems) == "table" and res.problems or {}
+  if #problems == 0 then
+    return
+  end
+  local lines = { string.format("%d %s file%s with problems:", #problems, what, #problems == 1 and "" or "s") }
+  for _, p in ipairs(problems) do
+    table.insert(lines, "  " .. (type(p) == "table" and tostring(p.message or vim.inspect(p)) or tostring(p)))
+  end
+  for _, p in ipairs(problems) do
+    notify(type(p) == "table" and tostring(p.message or vim.inspect(p)) or tostring(p), vim.log.levels.WARN)
+  end
+  M.last_problems = lines
+  return lines
+end
+
+---@class nagent.Choice
+---@field kind "agent"|"profile"
+---@field name string
+---@field description? string
+---@field source? string
+
+--- Pick the agent or model profile for one request with vim.ui.select: the agents of nagent.agents.list, then
+--- the model profiles of nagent.status's `profiles`. callback(choice) with a nagent.Choice (not called when
+--- nothing was picked).
+---@param callback fun(choice: nagent.Choice)
+---@param bufnr? integer
+function M.pick_model(callback, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  run(bufnr, "nagent.agents.list", { uri = uri(bufnr) }, function(res)
+    M.show_problems(res, "agent")
+    local items = {}
+    for _, a in ipairs(res.agents or {}) do
+      if a.shadowed ~= true then
+        table.insert(items, { kind = "agent", name = a.name, description = a.description, source = a.source })
+      end
+    end
+    run(bufnr, "nagent.status", vim.empty_dict(), function(st)
+      for _, name in ipairs(type(st.profiles) == "table" and st.profiles or {}) do
+        local pname = type(name) == "table" and name.name or name
+        table.insert(items, { kind = "profile", name = tostring(pname),
+          description = "model profile" .. (pname == st.modelProfile and " (the default)" or "") })
+      end
+      if #items == 0 then
+        return notify("the server lists no agents or model profiles", vim.log.levels.WARN)
+      end
+      vim.ui.select(items, {
+        prompt = "nagent: which agent or model for this request?",
+        format_item = function(i)
+          return string.format("%-7s %-14s %s%s", i.kind, tostring(i.name), tostring(i.description or ""),
+            i.source and (" (" .. tostring(i.source) .. ")") or "")
+        end,
+      }, function(choice)
+        if choice then
+          callback(choice)
+        end
+      end)
+    end)
+  end)
+end
+
 --- Pick an agent (nagent.agents.list) with vim.ui.select; callback(name) (nil when none was picked).
+---@param callback fun(name: string)
+---@param bufnr? integer
 function M.pick_agent(callback, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   run(bufnr, "nagent.agents.list", { uri = uri(bufnr) }, function(res)
+    M.show_problems(res, "agent")
     local agents = res.agents or {}
     if #agents == 0 then
       return notify("the server lists no agents", vim.log.levels.WARN)
@@ -617,44 +824,95 @@ function M.pick_agent(callback, bufnr)
   end)
 end
 
---- :NagentEdit — edit the buffer (lines line1..line2 when given) according to request.
---- options: bufnr, line1/line2 or range, agent (a name), pick_agent (ask for one first).
+-- "agent=NAME profile=NAME request" -> opts.agent / opts.profile set, the request without them.
+local function take_prefixes(request, opts)
+  while request do
+    local key, name, rest = request:match("^%s*(%a+)=(%S+)%s*(.*)$")
+    if key == "agent" or key == "profile" then
+      opts[key], request = name, rest
+    else
+      break
+    end
+  end
+  return request
+end
+
+---@class nagent.EditOptions
+---@field bufnr? integer the buffer to edit (default: the current one)
+---@field line1? integer first line (1-based) of the range
+---@field line2? integer last line (1-based) of the range
+---@field range? table an LSP range instead of line1/line2
+---@field agent? string an agent for this one request
+---@field profile? string a model profile for this one request
+---@field pick_agent? boolean ask for the agent or model profile first (:NagentEdit!)
+
+--- :NagentEdit — edit the buffer (lines line1..line2 when given) according to request. "agent=NAME" and
+--- "profile=NAME" in front of the request choose the agent / model profile of this one request.
+---@param request? string the request (asked for when empty)
+---@param options? nagent.EditOptions
+---@param callback? fun(err: table?, result: table?)
 function M.edit(request, options, callback)
   local opts, bufnr = target(options)
   if opts.pick_agent then
     opts.pick_agent = nil
-    return M.pick_agent(function(name)
-      opts.agent = name
+    return M.pick_model(function(choice)
+      opts[choice.kind] = choice.name
       M.edit(request, opts, callback)
     end, bufnr)
   end
-  if request then -- "agent=NAME request"
-    local name, rest = request:match("^%s*agent=(%S+)%s*(.*)$")
-    if name then
-      opts.agent, request = name, rest
-    end
-  end
+  request = take_prefixes(request, opts)
   if not request or vim.trim(request) == "" then
-    vim.ui.input({ prompt = opts.agent and ("nagent edit (" .. opts.agent .. "): ") or "nagent edit: " }, function(input)
+    local as = opts.agent or opts.profile
+    vim.ui.input({ prompt = as and ("nagent edit (" .. as .. "): ") or "nagent edit: " }, function(input)
       if input and vim.trim(input) ~= "" then
         M.edit(input, opts, callback)
       end
     end)
     return
   end
-  local arg = { uri = uri(bufnr), request = request, range = range_of(bufnr, opts), agent = opts.agent }
-  notify("editing " .. short(vim.api.nvim_buf_get_name(bufnr)) .. (opts.agent and (" as " .. opts.agent) or "") .. "…")
+  local arg = { uri = uri(bufnr), request = request, range = range_of(bufnr, opts), agent = opts.agent,
+    profile = opts.profile }
+  local as = opts.agent or opts.profile
+  notify("editing " .. short(vim.api.nvim_buf_get_name(bufnr)) .. (as and (" as " .. as) or "") .. "…")
   local snap = conversation.snapshot()
   run(bufnr, "nagent.edit", arg, function(res)
     present(bufnr, "edit", res, snap)
   end, callback)
 end
 
---- :NagentRecipe [name] [request] — run a recipe on the buffer (or the range); without a name, pick one.
+--- :NagentRecipe [name] [request] — run a recipe on the buffer (or the range); without a name, pick one. The
+--- request is asked for only when the recipe uses one (needsRequest).
+---@param name? string
+---@param request? string
+---@param options? nagent.EditOptions
+---@param callback? fun(err: table?, result: table?)
 function M.recipe(name, request, options, callback)
   local opts, bufnr = target(options)
+  local no_request = not request or vim.trim(request) == ""
+  if name and name ~= "" and no_request and not opts.asked then
+    -- ask for a request only when the recipe uses one (`needsRequest`)
+    return run(bufnr, "nagent.recipes.list", { uri = uri(bufnr) }, function(res)
+      M.show_problems(res, "recipe")
+      local needs = false
+      for _, r in ipairs(res.recipes or {}) do
+        if r.name == name and not r.shadowed then
+          needs = r.needsRequest == true
+        end
+      end
+      opts.asked = true
+      if not needs then
+        return M.recipe(name, nil, opts, callback)
+      end
+      vim.ui.input({ prompt = "nagent " .. name .. ": " }, function(input)
+        if input and vim.trim(input) ~= "" then
+          M.recipe(name, input, opts, callback)
+        end
+      end)
+    end)
+  end
   if not name or name == "" then
     return run(bufnr, "nagent.recipes.list", { uri = uri(bufnr) }, function(res)
+      M.show_problems(res, "recipe")
       local recipes = res.recipes or {}
       if #recipes == 0 then
         return notify("no recipes (~/.nagent/recipes/*.yaml or <state root>/recipes/)", vim.log.levels.WARN)
@@ -671,7 +929,7 @@ function M.recipe(name, request, options, callback)
       end)
     end)
   end
-  local arg = { uri = uri(bufnr), recipe = name, range = range_of(bufnr, opts) }
+  local arg = { uri = uri(bufnr), recipe = name, range = range_of(bufnr, opts), profile = opts.profile }
   if request and vim.trim(request) ~= "" then
     arg.request = request
   end
@@ -683,6 +941,9 @@ function M.recipe(name, request, options, callback)
 end
 
 --- :NagentReview [id] — review a pending proposal: see lua/nagent/review.lua.
+---@param id? string
+---@param options? table {answer?, bufnr?, conversation?}
+---@param callback? fun(err: table?, buf: integer?)
 function M.review(id, options, callback)
   local opts = options or {}
   review.review(id, opts, callback)
@@ -694,6 +955,8 @@ function M.answers()
 end
 
 --- :NagentConversation — open the file's conversation, at its end (Neovim 0.11 lets the server show it).
+---@param callback? fun(err: table?, result: table?)
+---@param bufnr? integer
 function M.conversation(callback, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.b[bufnr].nagent_conversation then
@@ -729,6 +992,206 @@ function M.clear_conversation(callback, bufnr)
   end, callback)
 end
 
+-- The source file of a conversation buffer (the conversation commands act on that file), else the buffer itself.
+local function conversation_source(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.b[bufnr].nagent_conversation or conversation.is_conversation(name) then
+    local t = conversation.target_of(name)
+    if t then
+      local b = vim.fn.bufadd(t)
+      vim.fn.bufload(b)
+      return b
+    end
+  end
+  return bufnr
+end
+
+--- :NagentConversationSave NAME — keep a copy of this file's conversation under NAME.
+---@param name string
+---@param callback? fun(err: table?, result: table?)
+---@param bufnr? integer
+function M.conversation_save(name, callback, bufnr)
+  local b = conversation_source(bufnr or vim.api.nvim_get_current_buf())
+  if not name or vim.trim(name) == "" then
+    return notify("give the saved conversation a name: :NagentConversationSave NAME", vim.log.levels.WARN)
+  end
+  run(b, "nagent.conversation.save", { uri = uri(b), name = vim.trim(name) }, function(res)
+    notify("conversation saved to " .. tostring(res.path))
+  end, callback)
+end
+
+--- :NagentConversationLoad NAME — make the conversation saved under NAME this file's conversation.
+---@param name string
+---@param callback? fun(err: table?, result: table?)
+---@param bufnr? integer
+function M.conversation_load(name, callback, bufnr)
+  local b = conversation_source(bufnr or vim.api.nvim_get_current_buf())
+  if not name or vim.trim(name) == "" then
+    return notify("name the saved conversation: :NagentConversationLoad NAME", vim.log.levels.WARN)
+  end
+  local snap = conversation.snapshot()
+  run(b, "nagent.conversation.load", { uri = uri(b), name = vim.trim(name) }, function(res)
+    notify("conversation loaded from " .. tostring(res.path))
+    conversation.sync_all(snap)
+  end, callback)
+end
+
+--- :NagentConversationCompact [instruction] — archive the conversation and restart it from a summary.
+---@param instruction? string what the summary keeps
+---@param callback? fun(err: table?, result: table?)
+---@param bufnr? integer
+function M.conversation_compact(instruction, callback, bufnr)
+  local b = conversation_source(bufnr or vim.api.nvim_get_current_buf())
+  local arg = { uri = uri(b) }
+  if instruction and vim.trim(instruction) ~= "" then
+    arg.instruction = instruction
+  end
+  local snap = conversation.snapshot()
+  notify("compacting the conversation of " .. short(vim.api.nvim_buf_get_name(b)) .. "…")
+  run(b, "nagent.conversation.compact", arg, function(res)
+    notify(string.format("conversation compacted: %s → %s tokens (archived to %s)", tostring(res.tokensBefore),
+      tostring(res.tokensAfter), tostring(res.archivedPath)))
+    conversation.sync_all(snap)
+  end, callback)
+end
+
+--- :NagentConversationSummarize — the conversation's summary in a scratch buffer.
+---@param callback? fun(err: table?, result: table?)
+---@param bufnr? integer
+function M.conversation_summarize(callback, bufnr)
+  local b = conversation_source(bufnr or vim.api.nvim_get_current_buf())
+  run(b, "nagent.conversation.summarize", { uri = uri(b) }, function(res)
+    local buf = ui.scratch("nagent://conversation-summary", ui.lines(tostring(res.summary or "")), "markdown")
+    vim.api.nvim_set_current_win(ui.split(buf, 12))
+  end, callback)
+end
+
+--- :NagentConversations — every conversation of the workspace; <CR> opens one.
+---@param callback? fun(err: table?, result: table?)
+function M.conversations(callback)
+  run(nil, "nagent.conversation.list", vim.empty_dict(), function(res)
+    local lines, targets = { "Conversations  (<CR> opens one)", "" }, {}
+    for _, f in ipairs(res.files or {}) do
+      table.insert(lines, string.format("  %-40s %s", tostring(f.path), vim.fn.fnamemodify(tostring(f.conversation), ":t")))
+      targets[tostring(#lines)] = f.conversation
+      conversation.remember(f.conversation, f.path)
+    end
+    if #(res.files or {}) == 0 then
+      table.insert(lines, "  (none yet)")
+    end
+    M.show_list("nagent://conversations", lines, targets)
+  end, callback)
+end
+
+--- :NagentWhoWrote — open the conversation at the turn that wrote the line under the cursor
+--- (nagent.attribution.at). A line nagent did not write: its attribution's message (git or notes) is shown.
+---@param callback? fun(err: table?, result: table?)
+---@param bufnr? integer
+function M.attribution(callback, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local line = vim.api.nvim_win_get_cursor(0)[1] - 1
+  run(bufnr, "nagent.attribution.at", { uri = uri(bufnr), line = line }, function(res)
+    local a = res.attribution
+    if a == nil or a == vim.NIL then
+      return notify(string.format("line %d: nothing recorded about who wrote it", line + 1))
+    end
+    if present_text(a.message) then
+      notify(a.message)
+    end
+    local path = a.conversationPath
+    if not present_text(path) and present_text(a.conversationUri) then
+      path = vim.uri_to_fname(a.conversationUri)
+    end
+    if not present_text(path) then
+      return
+    end
+    conversation.remember(path, vim.api.nvim_buf_get_name(bufnr))
+    if vim.fn.bufwinid(vim.fn.bufnr(path)) ~= -1 then
+      vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr(path)))
+    else
+      vim.cmd("split " .. vim.fn.fnameescape(path))
+    end
+    local cbuf = vim.api.nvim_get_current_buf()
+    if vim.bo[cbuf].filetype ~= "nagentconv" then
+      vim.bo[cbuf].filetype = "nagentconv"
+    end
+    conversation.setup_buffer(cbuf)
+    local at = type(a.conversationLine) == "number" and a.conversationLine + 1 or vim.api.nvim_buf_line_count(cbuf)
+    at = math.max(1, math.min(at, vim.api.nvim_buf_line_count(cbuf)))
+    vim.cmd("silent! normal! zv")
+    pcall(vim.api.nvim_win_set_cursor, 0, { at, 0 })
+    vim.cmd("silent! normal! zvzt")
+  end, callback)
+end
+
+--- The workspace's files for the `@path` picker: `git ls-files` (tracked and untracked, not ignored) under the
+--- buffer's root, else a glob; paths relative to the root.
+---@param bufnr? integer
+---@return string[] files, string root
+function M.workspace_files(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.b[bufnr].nagent_conversation then
+    name = conversation.target_of(name) or name
+  end
+  local root = find_root(name ~= "" and name or vim.fn.getcwd() .. "/x")
+  local out = vim.fn.systemlist({ "git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard" })
+  if vim.v.shell_error ~= 0 then
+    out = vim.tbl_map(function(p)
+      return p:sub(#root + 2)
+    end, vim.fn.globpath(root, "**/*", false, true))
+  end
+  local files = {}
+  for _, f in ipairs(out) do
+    if f ~= "" and not f:match("^%.nagent/") and vim.fn.isdirectory(root .. "/" .. f) == 0 then
+      table.insert(files, f)
+    end
+  end
+  table.sort(files)
+  return files, root
+end
+
+--- `@path` as a request names it (quoted when the path has a space).
+---@param path string
+---@return string
+function M.mention_text(path)
+  if path:find("[%s\"]") then
+    return '@"' .. path:gsub('"', '\\"') .. '"'
+  end
+  return "@" .. path
+end
+
+--- :NagentMention — pick a workspace file (vim.ui.select) and insert `@path` at the cursor: the request that
+--- names it includes that file (read through the confinement rules, recorded in the conversation).
+---@param callback? fun(text: string?)
+function M.mention(callback)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local win = vim.api.nvim_get_current_win()
+  local files = M.workspace_files(bufnr)
+  if #files == 0 then
+    return notify("no files to mention", vim.log.levels.WARN)
+  end
+  vim.ui.select(files, { prompt = "nagent: mention which file?" }, function(choice)
+    if not choice then
+      return callback and callback(nil)
+    end
+    local text = M.mention_text(choice)
+    if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == bufnr then
+      local row, col = unpack(vim.api.nvim_win_get_cursor(win))
+      local line = vim.api.nvim_buf_get_lines(bufnr, row - 1, row, false)[1] or ""
+      local at = math.min(#line, col + (line == "" and 0 or 1))
+      local before, after = line:sub(1, at), line:sub(at + 1)
+      local pad = (before ~= "" and not before:match("%s$")) and " " or ""
+      vim.api.nvim_buf_set_text(bufnr, row - 1, at, row - 1, at, { pad .. text .. " " })
+      pcall(vim.api.nvim_win_set_cursor, win, { row, at + #pad + #text })
+      local _ = after
+    end
+    if callback then
+      callback(text)
+    end
+  end)
+end
+
 -- A scratch buffer in a split; `targets[line]` is a file to open on <CR>.
 local function show_list(name, lines, targets)
   local buf = ui.scratch(name, lines, "nagent")
@@ -745,6 +1208,7 @@ local function show_list(name, lines, targets)
   vim.api.nvim_set_current_win(win)
   return buf
 end
+M.show_list = show_list
 
 local function abs(path, root)
   if path:sub(1, 1) == "/" then
@@ -1028,6 +1492,46 @@ function M.create_commands()
   command("NagentTrustRevoke", function()
     M.trust_revoke()
   end, { desc = "nagent: revoke the trust in this repository's nagent definitions" })
+
+  command("NagentInline", function(opts)
+    require("nagent.inline").review(opts.args)
+  end, { nargs = "?", desc = "nagent: show pending proposed changes in their files, and list them (quickfix)" })
+
+  command("NagentAccept", function()
+    require("nagent.inline").decide(true)
+  end, { desc = "nagent: accept the proposed change (hunk) at the cursor" })
+
+  command("NagentReject", function()
+    require("nagent.inline").decide(false)
+  end, { desc = "nagent: reject the proposed change (hunk) at the cursor" })
+
+  command("NagentMention", function()
+    M.mention()
+  end, { desc = "nagent: pick a file and insert @path (the request includes it)" })
+
+  command("NagentWhoWrote", function()
+    M.attribution()
+  end, { desc = "nagent: open the conversation at the turn that wrote the line at the cursor" })
+
+  command("NagentConversations", function()
+    M.conversations()
+  end, { desc = "nagent: every conversation of the workspace" })
+
+  command("NagentConversationSave", function(opts)
+    M.conversation_save(opts.args)
+  end, { nargs = 1, desc = "nagent: save a copy of this file's conversation under a name" })
+
+  command("NagentConversationLoad", function(opts)
+    M.conversation_load(opts.args)
+  end, { nargs = 1, desc = "nagent: make a saved conversation this file's conversation" })
+
+  command("NagentConversationCompact", function(opts)
+    M.conversation_compact(opts.args)
+  end, { nargs = "*", desc = "nagent: archive this file's conversation and restart it from a summary" })
+
+  command("NagentConversationSummarize", function()
+    M.conversation_summarize()
+  end, { desc = "nagent: summarize this file's conversation" })
 end
 
 return M

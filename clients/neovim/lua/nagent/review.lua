@@ -144,7 +144,20 @@ end
 
 local function render(state)
   local p = state.proposal
-  local lines = { "nagent review  " .. tostring(p.id), "Request: " .. tostring(p.request or "") }
+  local lines = { "nagent review  " .. tostring(p.id) }
+  -- the request may have several lines (a `nagent:` instruction gets the server's note appended): one buffer
+  -- line each, as nvim_buf_set_lines wants
+  local request = lines_of(p.request)
+  for i, l in ipairs(#request > 0 and request or { "" }) do
+    table.insert(lines, (i == 1 and "Request: " or "         ") .. l)
+  end
+  for _, c in ipairs(type(p.coupling) == "table" and p.coupling or {}) do
+    if type(c) == "table" and type(c.message) == "string" and c.message ~= "" then
+      for _, l in ipairs(lines_of(c.message)) do
+        table.insert(lines, "⚠ " .. l)
+      end
+    end
+  end
   local answer = state.answer or M.answers[tostring(p.id)]
   if answer and answer ~= "" then
     table.insert(lines, "Answer:")
@@ -194,6 +207,12 @@ local function render(state)
       local h = #state.hunks
       add(header(state, h), h, start + 1)
       state.hunks[h].header = #lines
+      -- the history's warnings for this hunk ("changes lines from abc1234 'Fix race …' (Alice, 3 days ago)")
+      for _, w in ipairs(type(hunk.warnings) == "table" and hunk.warnings or {}) do
+        for _, l in ipairs(lines_of(w)) do
+          add("⚠ " .. l, h, start + 1)
+        end
+      end
       for i = before, start - 1 do
         add(" " .. current[i + 1], h, i + 1)
       end
@@ -278,6 +297,7 @@ local function submit(buf, state, callback)
       msg = msg .. string.format(", %d in conflict (%s)", #conflicts, table.concat(conflicts, ", "))
     end
     ui().say(msg, #conflicts > 0 and vim.log.levels.WARN or nil)
+    require("nagent.inline").clear(id)
     close(buf)
     if callback then
       callback(err, res)
@@ -418,6 +438,16 @@ function M.code_action(command, arg, bufnr, callback)
     if not err and type(res) == "table" then
       conversation.sync_all(snap)
       local id = arg.id
+      local inline = require("nagent.inline")
+      if id ~= nil and inline.proposals[tostring(id)] then
+        nagent().execute("nagent.review.show", { id = id }, function(e, p)
+          if not e and type(p) == "table" and #(p.files or {}) > 0 then
+            inline.show(p)
+          else
+            inline.clear(id)
+          end
+        end, bufnr)
+      end
       local conflicts = type(res.conflicts) == "table" and res.conflicts or {}
       local msg
       if command == "nagent.review.apply" then
@@ -439,7 +469,7 @@ function M.code_action(command, arg, bufnr, callback)
               state.proposal = p
               local lines = render(state)
               vim.bo[buf].modifiable = true
-              vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+              ui().set_lines(buf, 0, -1, lines)
               vim.bo[buf].modifiable = false
               vim.bo[buf].modified = false
             end
@@ -465,6 +495,7 @@ function M.review(id, opts, callback)
   local function open(pid)
     nagent().execute("nagent.review.show", { id = pid }, function(err, p)
       if not err and p then
+        pcall(require("nagent.inline").show, p) -- the hunks in the source buffers too
         local buf = M.show(p, { answer = opts.answer, bufnr = bufnr, conversation = opts.conversation })
         if callback then
           callback(nil, buf)
@@ -497,8 +528,8 @@ function M.review(id, opts, callback)
         for _, f in ipairs(p.files or {}) do
           table.insert(files, vim.fn.fnamemodify(vim.uri_to_fname(f.uri), ":t"))
         end
-        return string.format("%s  %s  (%s)", tostring(p.createdAt or ""):sub(1, 16), tostring(p.request or ""),
-          table.concat(files, ", "))
+        return string.format("%s  %s  (%s)", tostring(p.createdAt or ""):sub(1, 16),
+          ui().one_line(tostring(p.request or ""), 60), table.concat(files, ", "))
       end,
     }, function(choice)
       if choice then

@@ -36,24 +36,91 @@ function M.one_line(text, width)
   return cut .. "…"
 end
 
---- Show "nagent: MSG" on one line (a longer text is cut; put the full text in a window instead).
+---@type string[] every full text said at WARN or ERROR that did not fit on one line, newest last
+M.long_messages = {}
+
+--- Show "nagent: MSG" on one line (a longer text is cut). An error or a warning that does not fit is kept whole
+--- as well: `:messages` gets the whole text, and an error's whole text opens in a float (the actionable half of
+--- a long error is usually at its end: "… start the server with --log-file FILE").
+---@param msg any the message (tostring'd); "nagent: " is put in front
+---@param level? integer vim.log.levels.* (INFO by default)
+---@param history? boolean false: not kept in :messages
 function M.say(msg, level, history)
   level = level or LEVELS.INFO
-  local text = M.one_line("nagent: " .. tostring(msg))
+  local full = "nagent: " .. tostring(msg)
+  local text = M.one_line(full)
   table.insert(M.messages, text)
   if #M.messages > 200 then
     table.remove(M.messages, 1)
   end
+  local long = text ~= vim.trim(full) and level >= LEVELS.WARN
+  if long then
+    table.insert(M.long_messages, full)
+    if #M.long_messages > 50 then
+      table.remove(M.long_messages, 1)
+    end
+  end
   local custom = M.config.notify
   vim.schedule(function()
     if custom then
-      return custom(text, level)
+      return custom(long and full or text, level)
     end
     -- nvim_echo (never nvim_err_writeln: inside :command an error message becomes an exception) after a
     -- redraw, so two messages in one tick do not stack into a "Press ENTER" prompt.
     pcall(vim.cmd, "redraw")
+    if long and history ~= false then
+      -- the whole text into :messages without a "Press ENTER": echoed while the message area is tall enough to
+      -- hold it (so nothing scrolls), then the area shrinks back and the one line that fits stays on screen
+      local height = vim.o.cmdheight
+      local need = math.ceil((vim.fn.strdisplaywidth(full) + 1) / math.max(vim.o.columns, 1))
+      need = math.max(height, math.min(need, vim.o.lines - 3))
+      if need > height then
+        vim.o.cmdheight = need
+        pcall(vim.cmd, "redraw")
+      end
+      vim.api.nvim_echo({ { full, HL[level] or "None" } }, true, {})
+      if need > height then
+        vim.o.cmdheight = height
+      end
+      pcall(vim.cmd, "redraw")
+      vim.api.nvim_echo({ { text, HL[level] or "None" } }, false, {})
+      if level >= LEVELS.ERROR then
+        M.float(M.lines(full), "nagent error")
+      end
+      return
+    end
     vim.api.nvim_echo({ { text, HL[level] or "None" } }, history ~= false, {})
   end)
+end
+
+--- `list` with every element that holds newlines split into several (nvim_buf_set_lines rejects a "\n").
+---@param list any[] lines; non-strings are tostring'd
+---@return string[]
+function M.lines(list)
+  if type(list) ~= "table" then
+    list = { list }
+  end
+  local out = {}
+  for _, l in ipairs(list) do
+    local s = type(l) == "string" and l or tostring(l)
+    if s:find("[\r\n]") then
+      for _, part in ipairs(vim.split((s:gsub("\r\n", "\n"):gsub("\r", "\n")), "\n", { plain = true })) do
+        table.insert(out, part)
+      end
+    else
+      table.insert(out, s)
+    end
+  end
+  return out
+end
+
+--- nvim_buf_set_lines with server text made safe (see M.lines).
+---@param buf integer
+---@param first integer 0-based
+---@param last integer 0-based, exclusive (-1: the end)
+---@param lines any[]
+function M.set_lines(buf, first, last, lines)
+  vim.api.nvim_buf_set_lines(buf, first, last, false, M.lines(lines))
 end
 
 -- ------------------------------------------------------------------ scratch buffers and windows
@@ -70,7 +137,7 @@ function M.scratch(name, lines, filetype)
   vim.bo[buf].swapfile = false
   if lines then
     vim.bo[buf].modifiable = true
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    M.set_lines(buf, 0, -1, lines)
     vim.bo[buf].modifiable = false
     vim.bo[buf].modified = false
   end
@@ -104,6 +171,7 @@ end
 --- insert mode starts in another window. Returns the window.
 function M.float(lines, title, filetype)
   M.close_float()
+  lines = M.lines(lines)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -180,7 +248,7 @@ local function human(n)
   return tostring(n)
 end
 
---- "1.2k in / 340 out · 2 turns · cost 0.0042" from a result's `tokens`.
+--- "1.2k in / 340 out · 2 turns · $0.0042" from a result's `tokens`.
 function M.tokens_text(tokens)
   tokens = type(tokens) == "table" and tokens or {}
   local parts = { string.format("%s in / %s out", human(tokens.input), human(tokens.output)) }
@@ -193,8 +261,8 @@ function M.tokens_text(tokens)
   if type(tokens.memory) == "number" and tokens.memory > 0 then
     table.insert(parts, "memory " .. human(tokens.memory))
   end
-  if type(tokens.cost) == "number" then
-    table.insert(parts, string.format("cost %.4f", tokens.cost))
+  if type(tokens.cost) == "number" then -- USD (the server's contract)
+    table.insert(parts, string.format("$%.4f", tokens.cost))
   end
   return table.concat(parts, " · ")
 end
@@ -256,6 +324,54 @@ function M.outside_selection_text(outside, name, max)
   return (at > 0 and cut:sub(1, at - 1) or cut) .. ", …"
 end
 
+local live_start = nil -- nagent://answers: the first line (0-based) of the answer being streamed, if any
+local live_float_buf = nil
+
+--- The answer so far (a `nagent/stream` reply) where config.answer says: the float (updated in place) or the end
+--- of nagent://answers in its split. show_answer replaces it with the whole answer.
+---@param title string
+---@param text string
+function M.show_live(title, text)
+  local body = M.lines(text)
+  local where = M.config.answer
+  if where == "float" then
+    local lines = vim.list_extend({ title, "" }, body)
+    if float_win and vim.api.nvim_win_is_valid(float_win) and live_float_buf
+      and vim.api.nvim_win_get_buf(float_win) == live_float_buf then
+      vim.bo[live_float_buf].modifiable = true
+      vim.api.nvim_buf_set_lines(live_float_buf, 0, -1, false, lines)
+      vim.bo[live_float_buf].modifiable = false
+      local width = vim.api.nvim_win_get_width(float_win)
+      local height = 0
+      for _, l in ipairs(lines) do
+        height = height + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / width))
+      end
+      height = math.max(1, math.min(height, math.floor((vim.o.lines - 4) * 0.6)))
+      pcall(vim.api.nvim_win_set_height, float_win, height)
+      pcall(vim.api.nvim_win_set_cursor, float_win, { #lines, 0 })
+    else
+      local win = M.float(lines, "nagent", "markdown")
+      live_float_buf = vim.api.nvim_win_get_buf(win)
+    end
+  elseif where == "split" then
+    local log = M.scratch(ANSWERS, nil, "markdown")
+    local count = vim.api.nvim_buf_line_count(log)
+    local empty = count == 1 and vim.api.nvim_buf_get_lines(log, 0, 1, false)[1] == ""
+    if not live_start then
+      live_start = empty and 0 or count
+    end
+    vim.bo[log].modifiable = true
+    vim.api.nvim_buf_set_lines(log, live_start, -1, false, vim.list_extend({ "## " .. title, "" }, body))
+    vim.bo[log].modifiable = false
+    local current = vim.api.nvim_get_current_win()
+    local win = M.split(log, 12)
+    pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(log), 0 })
+    if vim.api.nvim_win_is_valid(current) then
+      vim.api.nvim_set_current_win(current)
+    end
+  end
+end
+
 function M.show_answer(entry)
   local body = vim.split(tostring(entry.text or ""), "\n", { plain = true })
   while #body > 0 and vim.trim(body[#body]) == "" do
@@ -268,11 +384,24 @@ function M.show_answer(entry)
   if entry.warning then
     table.insert(head, "⚠ " .. entry.warning)
   end
+  for _, n in ipairs(type(entry.notes) == "table" and entry.notes or {}) do
+    vim.list_extend(head, M.lines({ "⚠ " .. n }))
+  end
   local shown = vim.list_extend(vim.deepcopy(head), { "" })
   vim.list_extend(shown, #body > 0 and body or { "(no answer)" })
   M.last_answer = shown
   -- the log keeps every answer, newest last
   local log = M.scratch(ANSWERS, nil, "markdown")
+  if live_start then -- the streamed text gives way to the whole answer
+    vim.bo[log].modifiable = true
+    vim.api.nvim_buf_set_lines(log, math.min(live_start, vim.api.nvim_buf_line_count(log)), -1, false, {})
+    vim.bo[log].modifiable = false
+    live_start = nil
+  end
+  live_float_buf = nil
+  pcall(function()
+    require("nagent.stream").finish_all()
+  end)
   local old = vim.api.nvim_buf_get_lines(log, 0, -1, false)
   if #old == 1 and old[1] == "" then
     old = {}
@@ -281,10 +410,13 @@ function M.show_answer(entry)
   if entry.warning then
     table.insert(add, 3, "**⚠ " .. entry.warning .. "**")
   end
+  for i, n in ipairs(type(entry.notes) == "table" and entry.notes or {}) do
+    table.insert(add, 2 + i + (entry.warning and 1 or 0), "⚠ " .. n)
+  end
   vim.list_extend(add, body)
   table.insert(add, "")
   vim.bo[log].modifiable = true
-  vim.api.nvim_buf_set_lines(log, #old, -1, false, add)
+  M.set_lines(log, #old, -1, add)
   vim.bo[log].modifiable = false
   local where = M.config.answer
   if where == "split" then

@@ -351,3 +351,61 @@ def test_notes_off_writes_none(workspace, fake_model, model_env, isolated_home) 
     assert "nagent turn 1" in blamed.stdout  # the ledger still answers
     with pytest.raises(subprocess.CalledProcessError):
         ai_note(workspace)
+
+
+async def test_reviewed_change_is_attributed_and_a_saved_rewrite_is_overridden(workspace, editors, fake_model) -> None:
+    from lsprotocol import types
+
+    target = make_repo(workspace)
+    script_write(fake_model)
+    async with editors.open("eglot", workspace, model=True) as editor:
+        uri = editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": uri, "request": REQUEST, "preview": True})
+        assert result["reason"] == "awaiting review"
+        before = (await editor.command("nagent.attribution.at", {"uri": uri, "line": 2}))["attribution"]
+        assert before["source"] == "git" and before["commit"] == git(workspace, "rev-parse", "HEAD").strip()
+        applied = await editor.command("nagent.review.apply", {"id": result["proposal"]["id"]})
+        assert applied["applied"] is True, applied
+        at = (await editor.command("nagent.attribution.at", {"uri": uri, "line": 2}))["attribution"]
+        assert at["source"] == "nagent" and at["model"] == "fake-model" and at["turn"] == 1, at
+        edited = list(NEW)
+        edited[2] = "def fetch(url, retries=3):"
+        editor.change(target, body(edited))
+        target.write_text(body(edited), encoding="utf-8")
+        editor.client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+        ledger = workspace / ".nagent" / "attribution" / "ledger.jsonl"
+
+        def overridden() -> list[dict]:
+            records = [json.loads(line) for line in ledger.read_text(encoding="utf-8").splitlines()]
+            return [r for r in records if r["type"] == "override"]
+
+        from tests.harness.lsp import wait_until
+
+        assert await wait_until(lambda: overridden(), timeout=60)
+        assert [r["count"] for r in overridden()] == [1]
+        assert (await editor.command("nagent.attribution.at", {"uri": uri, "line": 2}))["attribution"] is None
+        beyond = await editor.command("nagent.attribution.at", {"uri": uri, "line": 999})
+        assert beyond["attribution"] is None
+        error = await editor.command_error("nagent.attribution.at", {"uri": uri, "line": -1})
+        assert "line" in str(error)
+
+
+async def test_rebase_gets_notes_for_the_rebased_commits(workspace, editors, fake_model) -> None:
+    target = make_repo(workspace)
+    script_write(fake_model)
+    async with editors.open("vscode", workspace, model=True) as editor:
+        uri = editor.open(target)
+        result = await editor.command("nagent.edit", {"uri": uri, "request": REQUEST})
+        conversation = Path(result["conversation"]["path"]).name
+        target.write_text(body(NEW), encoding="utf-8")
+        old = add_commit(workspace, Commit("use fetch", {"calc.py": body(NEW)}))
+        await editor.command("nagent.attribution.at", {"uri": uri, "line": 0})
+        git(workspace, "checkout", "-q", "-b", "upstream", "HEAD~1")
+        add_commit(workspace, Commit("other work", {"other.py": "x = 1\n"}))
+        git(workspace, "checkout", "-q", "main")
+        git(workspace, "rebase", "-q", "upstream")
+        assert git(workspace, "rev-parse", "HEAD").strip() != old
+        await editor.command("nagent.attribution.at", {"uri": uri, "line": 0})
+        check_note(workspace, conversation, [3, 4, 5, 6])
+        with pytest.raises(subprocess.CalledProcessError):
+            ai_note(workspace, "upstream")  # the commit that does not hold nagent's lines gets no log

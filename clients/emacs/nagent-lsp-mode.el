@@ -43,6 +43,8 @@
 (declare-function lsp--session-workspaces "lsp-mode" (session))
 (declare-function lsp--workspace-root "lsp-mode" (workspace))
 (defvar lsp-language-id-configuration)
+(declare-function lsp--client-capabilities "lsp-mode" (&optional custom-capabilities))
+(declare-function nagent--stream-delta "nagent-answers" (params))
 
 (defcustom nagent-lsp-mode-activation t
   "Where lsp-mode starts nagent-lsp (as an add-on beside other servers).
@@ -176,6 +178,20 @@ command asks for it; a list: buffers in one of these major modes."
                                       (file-truename file))))
               (lsp--session-workspaces (lsp-session))))
 
+(declare-function lsp--workspace-server-capabilities "lsp-mode" (workspace))
+
+(defun nagent-lsp-mode--server-commands (workspace)
+  "The commands WORKSPACE's server offers."
+  (append (nagent--get (nagent--normalize (lsp--workspace-server-capabilities workspace))
+                       :executeCommandProvider :commands)
+          nil))
+
+(defun nagent-lsp-mode--all-workspaces ()
+  "Every initialized nagent-lsp workspace of the lsp-mode session."
+  (cl-remove-if-not (lambda (ws) (and (eq (nagent-lsp-mode--server-id ws) 'nagent-lsp)
+                                      (eq (lsp--workspace-status ws) 'initialized)))
+                    (lsp--session-workspaces (lsp-session))))
+
 (defun nagent-lsp-mode--manage-conversation ()
   "Connect a conversation buffer to the running nagent-lsp workspace.
 The server then reads the conversation's unsaved text."
@@ -214,6 +230,50 @@ See `nagent-run-code-action-command'."
     (dolist (command nagent--code-action-commands handlers)
       (puthash command #'nagent-lsp-mode--run-action handlers))))
 
+;; lsp-mode 8 sends `window.showMessage: null' whatever a client adds (its own
+;; `window' entry comes first), so the server would never ask about a shell
+;; command.  nagent's client (the one whose custom capabilities name
+;; `experimental.nagent') says it answers window/showMessageRequest.
+(defun nagent-lsp-mode--client-capabilities (caps &optional custom)
+  "CAPS (lsp-mode's client capabilities) with window.showMessage for nagent.
+CUSTOM is the client's custom capabilities; others' are left alone."
+  (if (not (assq 'nagent (alist-get 'experimental custom)))
+      caps
+    (mapcar (lambda (entry)
+              (if (eq (car entry) 'window)
+                  (cons 'window
+                        (cons '(showMessage . ((messageActionItem
+                                                . ((additionalPropertiesSupport . :json-false)))))
+                              (assq-delete-all 'showMessage (copy-sequence (cdr entry)))))
+                entry))
+            caps)))
+
+(defun nagent-lsp-mode--capabilities-advice (orig &optional custom)
+  "Around advice of `lsp--client-capabilities' (ORIG, CUSTOM)."
+  (nagent-lsp-mode--client-capabilities (funcall orig custom) custom))
+
+(advice-add 'lsp--client-capabilities :around #'nagent-lsp-mode--capabilities-advice)
+
+(defun nagent-lsp-mode--request-handlers ()
+  "lsp-mode request handlers: nagent's questions (shell commands, permissions)."
+  (let ((handlers (make-hash-table :test #'equal)))
+    (puthash "window/showMessageRequest"
+             (lambda (_workspace params)
+               (let* ((p (nagent--normalize params))
+                      (answer (nagent--answer-message-request
+                               (plist-get p :type) (plist-get p :message) (plist-get p :actions))))
+                 (if (eq answer :null) nil answer)))
+             handlers)
+    handlers))
+
+(defun nagent-lsp-mode--notification-handlers ()
+  "lsp-mode notification handlers: the answer as it is written."
+  (let ((handlers (make-hash-table :test #'equal)))
+    (puthash "nagent/stream"
+             (lambda (_workspace params) (nagent--stream-delta (nagent--normalize params)))
+             handlers)
+    handlers))
+
 (lsp-register-client
  (make-lsp-client
   :new-connection (lsp-stdio-connection (lambda () nagent-server-command))
@@ -223,8 +283,10 @@ See `nagent-run-code-action-command'."
   :initialization-options #'nagent-lsp-mode--init-options
   ;; A nagent plugin: it asks for "edit selection"'s request and shows results itself.
   ;; (`nagent--plugin-capabilities' as lsp-mode's alist.)
-  :custom-capabilities '((experimental . ((nagent . ((requestInput . t))))))
+  :custom-capabilities '((experimental . ((nagent . ((requestInput . t) (stream . t))))))
   :action-handlers (nagent-lsp-mode--action-handlers)
+  :request-handlers (nagent-lsp-mode--request-handlers)
+  :notification-handlers (nagent-lsp-mode--notification-handlers)
   :server-id 'nagent-lsp))
 
 (provide 'nagent-lsp-mode)

@@ -63,20 +63,20 @@
 
 (ert-deftest nagent-plugin-capabilities-merge ()
   "experimental.nagent is added to whatever experimental capabilities eglot sends."
-  (should (equal (nagent--with-plugin-capabilities nil) '(:nagent (:requestInput t))))
+  (should (equal (nagent--with-plugin-capabilities nil) '(:nagent (:requestInput t :stream t))))
   (should (equal (nagent--with-plugin-capabilities (make-hash-table))
-                 '(:nagent (:requestInput t))))
+                 '(:nagent (:requestInput t :stream t))))
   (should (equal (nagent--with-plugin-capabilities '(:other 1))
-                 '(:other 1 :nagent (:requestInput t))))
+                 '(:other 1 :nagent (:requestInput t :stream t))))
   (let ((h (make-hash-table :test #'equal)))
     (puthash "other" 1 h)
     (let ((merged (nagent--with-plugin-capabilities h)))
       (should (equal (gethash "other" merged) 1))
-      (should (equal (gethash "nagent" merged) '(:requestInput t)))
+      (should (equal (gethash "nagent" merged) '(:requestInput t :stream t)))
       (should-not (gethash "nagent" h))
       (should (equal (json-parse-string (json-serialize (list :experimental merged))
                                         :object-type 'plist)
-                     '(:experimental (:other 1 :nagent (:requestInput t))))))))
+                     '(:experimental (:other 1 :nagent (:requestInput t :stream t))))))))
 
 (ert-deftest nagent-code-action-edit-selection ()
   "\"nagent: edit selection\" is offered, asks for the request and edits the selection."

@@ -277,6 +277,7 @@
 (require 'nagent-ui-tests)
 (require 'nagent-code-action-tests)
 (require 'nagent-trust-tests)
+(require 'nagent-daily-tests)
 
 (provide 'nagent-tests)
 ;;; nagent-tests.el ends here

@@ -117,7 +117,8 @@ the edit arrives afterwards."
       (should (string-match-p "ANSWER-TWO" text))
       (should (string-match-p "applied [0-9]+ edit(s)" text))
       (should (string-match-p "[0-9.k]+ in / [0-9.k]+ out tokens" text))
-      (should (string-match-p "cost [0-9]+\\.[0-9]+" text)))
+      ;; The cost says its unit (USD).
+      (should (string-match-p "cost \\$[0-9]+\\.[0-9]+" text)))
     (should (get-buffer-window "*nagent*"))))
 
 ;;;; The conversation view

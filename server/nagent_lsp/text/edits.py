@@ -7,7 +7,7 @@ not). Edits never start or end between the \\r and \\n of a CRLF pair, so every 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
@@ -47,11 +47,6 @@ def _units(s: str, encoding: str) -> int:
     if encoding == "utf-32":
         return len(s)
     raise ValueError(f"unsupported position encoding: {encoding!r} (expected one of {', '.join(ENCODINGS)})")
-
-
-def _position(text: str, starts: list[int], offset: int, encoding: str) -> tuple[int, int]:
-    line = bisect_right(starts, offset) - 1
-    return line, _units(text[starts[line] : offset], encoding)
 
 
 def _offset(text: str, starts: list[int], line: int, char: int, encoding: str) -> int:
@@ -100,6 +95,92 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+_BLOCK = 1 << 20  # characters compared per slice: C-speed comparisons with bounded temporary copies
+
+
+def _prefix_len(a: str, b: str) -> int:
+    """Length of the common prefix, comparing block by block (a 50 MB text costs ~50 slice pairs, not a copy)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i : i + _BLOCK] == b[i : i + _BLOCK]:
+        i += _BLOCK
+    if i >= n:
+        return n
+    return i + _common_prefix(a[i : i + _BLOCK], b[i : i + _BLOCK])
+
+
+def _suffix_len(a: str, b: str, limit: int) -> int:
+    """Length of the common suffix, at most `limit`, compared block by block like `_prefix_len`."""
+    n = min(len(a), len(b), limit)
+    i = 0
+    while i + _BLOCK <= n and a[len(a) - i - _BLOCK : len(a) - i] == b[len(b) - i - _BLOCK : len(b) - i]:
+        i += _BLOCK
+    rest = min(_BLOCK, n - i)
+    return i + _common_suffix(a[len(a) - i - rest : len(a) - i], b[len(b) - i - rest : len(b) - i], rest)
+
+
+def _last_break_end(text: str, end: int) -> int:
+    """The start of the line holding position `end` (0 when no line break comes before it)."""
+    return max(text.rfind("\n", 0, end), text.rfind("\r", 0, end)) + 1
+
+
+def _next_break_end(text: str, start: int) -> int:
+    """The position just after the first line break at or after `start` (len(text) when there is none)."""
+    found = [i for i in (text.find("\n", start), text.find("\r", start)) if i >= 0]
+    if not found:
+        return len(text)
+    i = min(found)
+    return i + 2 if text.startswith("\r\n", i) else i + 1
+
+
+def line_count_before(text: str, offset: int) -> int:
+    """LSP line number of `offset` when it is a line start: \r\n, \r and \n each end one line."""
+    return text.count("\n", 0, offset) + text.count("\r", 0, offset) - text.count("\r\n", 0, offset)
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """`old` and `new` with their common whole-line head and tail cut off: `old[start:old_end]` became
+    `new[start:new_end]`; `first_line` is the line number of `start` (the same in both)."""
+
+    start: int
+    old_end: int
+    new_end: int
+    first_line: int
+
+
+def _line_before(text: str, start: int) -> int:
+    """The start of the line before the line starting at `start` (> 0)."""
+    end = start - 2 if start >= 2 and text.startswith("\r\n", start - 2) else start - 1
+    return _last_break_end(text, end)
+
+
+def trim_common_lines(old: str, new: str, context: int = 0) -> Trimmed:
+    """The changed middle of two texts, cut at line boundaries, keeping `context` equal lines on each side.
+
+    Every whole-text diff of nagent (edits, patches, hunks) runs on this middle: a one-line change in a 50 MB
+    file then splits and diffs a few lines, not a million (issue 29). Never cuts inside a \r\n pair."""
+    start = _last_break_end(old, _prefix_len(old, new))
+    # A cut just after a \r that one side follows with \n would split a line break: start that line over.
+    while start and old[start - 1] == "\r" and (old.startswith("\n", start) or new.startswith("\n", start)):
+        start = _last_break_end(old, start - 1)
+    s = _suffix_len(old, new, min(len(old), len(new)) - start)  # limited by the head: the two never overlap
+    for _ in range(context):
+        if start:
+            start = _line_before(old, start)
+    old_end, new_end = len(old), len(new)
+    if s:
+        # The tail starts after the first line break that begins inside the common suffix: whatever precedes
+        # it, that break is whole and the same in both texts, so the cut is a line start in both.
+        kept = len(old) - _next_break_end(old, len(old) - s)
+        old_end, new_end = len(old) - kept, len(new) - kept
+        for _ in range(context):
+            if old_end < len(old):
+                step = _next_break_end(old, old_end) - old_end
+                old_end, new_end = old_end + step, new_end + step
+    return Trimmed(start, old_end, new_end, line_count_before(old, start))
 
 
 def line_opcodes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
@@ -199,6 +280,9 @@ def _coalesce(ranges: list[tuple[int, int, int, int]]) -> list[tuple[int, int, i
 
 def _hunks(old: str, new: str) -> list[tuple[int, int, str]]:
     """(old start offset, old end offset, replacement) for each changed region, trimmed to characters."""
+    whole_old, whole_new = old, new
+    t = trim_common_lines(old, new)
+    old, new = whole_old[t.start : t.old_end], whole_new[t.start : t.new_end]
     a, b = split_lines(old), split_lines(new)
     a_starts = [0]
     for line in a:
@@ -225,7 +309,7 @@ def _hunks(old: str, new: str) -> list[tuple[int, int, str]]:
         start, end = o_begin + p, o_end - s
         if start == end and not replacement:
             continue
-        out.append((start, end, replacement))
+        out.append((t.start + start, t.start + end, replacement))
     return out
 
 
@@ -234,13 +318,33 @@ def minimal_edits(old: str, new: str, encoding: str = "utf-16") -> list[TextEdit
     _units("", encoding)
     if old == new:
         return []
-    starts = _line_starts(old)
+    cursor = _Cursor(old)
     edits = []
     for begin, end, replacement in _hunks(old, new):
-        sl, sc = _position(old, starts, begin, encoding)
-        el, ec = _position(old, starts, end, encoding)
+        sl, sc = cursor.position(begin, encoding)
+        el, ec = cursor.position(end, encoding)
         edits.append(TextEditSpec(sl, sc, el, ec, replacement))
     return edits
+
+
+class _Cursor:
+    """LSP positions of increasing offsets in one text, counting line breaks only between consecutive offsets (no
+    table of every line start: that alone cost seconds and hundreds of MB on a 50 MB file)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.offset = 0
+        self.line = 0
+        self.line_start = 0
+
+    def position(self, offset: int, encoding: str) -> tuple[int, int]:
+        text, last = self.text, self.offset
+        breaks = text.count("\n", last, offset) + text.count("\r", last, offset) - text.count("\r\n", last, offset)
+        if breaks:
+            self.line += breaks
+            self.line_start = _last_break_end(text, offset)
+        self.offset = offset
+        return self.line, _units(text[self.line_start : offset], encoding)
 
 
 def apply_edits(text: str, edits: list[TextEditSpec], encoding: str = "utf-16") -> str:
@@ -273,7 +377,9 @@ def unified_diff(old: str, new: str, path: str, context: int = 3, created: bool 
     the lines really are)."""
     if old == new:
         return ""
-    a, b = split_lines(old), split_lines(new)
+    t = trim_common_lines(old, new, context)
+    a, b = split_lines(old[t.start : t.old_end]), split_lines(new[t.start : t.new_end])
+    first_line += t.first_line
     out = [f"--- {'/dev/null' if created else f'a/{path}'}\n", f"+++ b/{path}\n"]
     for group in _groups(line_opcodes(a, b), len(a), context):
         i_start, j_start = group[0][0], group[0][2]

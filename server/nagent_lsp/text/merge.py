@@ -15,7 +15,7 @@ from pathlib import Path
 import merge3 as _merge3
 
 from nagent_lsp.core.ports import FileChange
-from nagent_lsp.text.edits import line_opcodes, split_lines
+from nagent_lsp.text.edits import line_opcodes, split_lines, trim_common_lines
 
 
 class _AnchoredMatcher:
@@ -150,8 +150,12 @@ class LineHunk:
 
 def line_hunks(base: str, new: str) -> list[LineHunk]:
     """The changed regions of base → new, in order: the hunks of a proposal (reviewed one by one)."""
-    a, b = split_lines(base), split_lines(new)
-    return [LineHunk(i1, i2, "".join(a[i1:i2]), "".join(b[j1:j2])) for i1, i2, j1, j2 in line_opcodes(a, b)]
+    t = trim_common_lines(base, new)
+    a, b = split_lines(base[t.start : t.old_end]), split_lines(new[t.start : t.new_end])
+    first = t.first_line
+    return [
+        LineHunk(first + i1, first + i2, "".join(a[i1:i2]), "".join(b[j1:j2])) for i1, i2, j1, j2 in line_opcodes(a, b)
+    ]
 
 
 def with_hunks(base: str, hunks: Sequence[LineHunk]) -> str:

@@ -6,6 +6,8 @@ import { NagentClient } from './client';
 import { ConversationSupport } from './conversation';
 import { MarkdownPanels } from './markdownPanel';
 import { mentionText, trailingRequest } from './pure/conversation';
+import { CONVERSATION_SCHEME, conversationFileUri } from './conversationFs';
+import { isConversationDocument } from './conversation';
 import { InlineReview } from './inlineReview';
 import { ReviewController } from './review';
 import { StreamAnswers } from './pure/stream';
@@ -77,6 +79,7 @@ export class CommandHandlers {
   /** Live answers (nagent/stream), one per run. */
   readonly streams = new StreamAnswers();
   private streamTimer: ReturnType<typeof setTimeout> | undefined;
+  private runSeq = 0;
   readonly conversations: ConversationSupport;
   private answers: AnswerEntry[] = [];
 
@@ -265,10 +268,16 @@ export class CommandHandlers {
     const args = { ...extra, ...editArgs(doc.uri.toString(), request, range) };
     const before = doc.getText();
     const label = typeof extra.agent === 'string' ? `${extra.agent}: ${request}` : request;
-    const result = await this.nc.working(`editing ${path.basename(doc.fileName)}`, () =>
-      this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.edit, args)),
-    );
-    await this.presentEdit(result, doc.uri, label, before, 'Edit', this.streams.take(doc.uri.toString()));
+    let result: EditResult;
+    try {
+      result = await this.nc.working(`editing ${path.basename(doc.fileName)}`, () =>
+        this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.edit, args)),
+      );
+    } catch (e) {
+      if (this.finishStream(doc.uri.toString())) void this.showAnswers(true);
+      throw e;
+    }
+    await this.presentEdit(result, doc.uri, label, before, 'Edit', this.finishStream(doc.uri.toString()));
     return result;
   }
 
@@ -383,7 +392,7 @@ export class CommandHandlers {
     const result = await this.nc.working(`recipe ${pick.name}`, () =>
       this.conversations.withSync(() => this.nc.request<RecipeRunResult>(ServerCommands.recipeRun, args)),
     );
-    await this.presentEdit(result, ed.document.uri, request.trim() || undefined, before, `Recipe ${pick.name}`, this.streams.take(ed.document.uri.toString()));
+    await this.presentEdit(result, ed.document.uri, request.trim() || undefined, before, `Recipe ${pick.name}`, this.finishStream(ed.document.uri.toString()));
     return result;
   }
 
@@ -398,7 +407,9 @@ export class CommandHandlers {
   /** Send the request typed at the end of the open conversation (or asked for) on the conversation's file. */
   async sendFromConversation(arg: unknown): Promise<EditResult> {
     const ed = arg instanceof api.Uri ? await reveal(arg) : api.activeEditor();
-    if (!ed || ed.document.uri.scheme !== 'file') throw new UserFacing('open a file conversation first ("nagent: Open File Conversation")');
+    if (!ed || (ed.document.uri.scheme !== 'file' && ed.document.uri.scheme !== CONVERSATION_SCHEME)) {
+      throw new UserFacing('open a file conversation first ("nagent: Open File Conversation")');
+    }
     if (this.nc.serverCommands().includes(ServerCommands.conversationSend)) return this.sendChat(ed);
     const convPath = ed.document.uri.fsPath;
     const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {});
@@ -426,7 +437,7 @@ export class CommandHandlers {
    * nagent.conversation.send takes it out of the file and runs it on the conversation's source file.
    */
   private async sendChat(ed: vscode.TextEditor): Promise<EditResult> {
-    const conv = ed.document.uri;
+    const conv = conversationFileUri(ed.document.uri);
     if (!trailingRequest(ed.document.getText())) {
       throw new UserFacing('type a request at the end of the conversation, then press Ctrl+Enter');
     }
@@ -435,11 +446,23 @@ export class CommandHandlers {
     );
     const source = result.files?.[0]?.uri;
     const target = source ? api.Uri.parse(source) : undefined;
-    await this.presentEdit(result, target, result.request, undefined, 'Chat', this.streams.take(target?.toString() ?? ''));
+    await this.presentEdit(result, target, result.request, undefined, 'Chat', this.finishStream(target?.toString() ?? ''));
     return result;
   }
 
   // ----- streaming -----------------------------------------------------------------------------
+
+  /**
+   * The run on `uri` ended: its live entry gets a key of its own (a later run on the same file streams into
+   * a new entry, never into this one) and stops saying "answering". Returns that key, if the run streamed.
+   */
+  finishStream(uri: string): string | undefined {
+    const live = this.streams.take(uri);
+    if (!live) return undefined;
+    const key = `run:${++this.runSeq}`;
+    this.answers = this.answers.map((a) => (a.key === live ? { ...a, key, streaming: false } : a));
+    return key;
+  }
 
   /** One `nagent/stream` notification: the run's answer so far, shown live in the Answers panel. */
   onStream(params: StreamParams): void {
@@ -567,15 +590,26 @@ export class CommandHandlers {
 
   // ----- conversation management -----------------------------------------------------------------
 
-  private async conversationTarget(arg: unknown): Promise<vscode.TextEditor> {
-    return this.target(arg);
+  /** The file a conversation command is about: the active file, or — in a conversation — its source file. */
+  private async conversationTarget(arg: unknown): Promise<{ uri: string; fileName: string }> {
+    const active = api.activeEditor();
+    if (!(arg instanceof api.Uri) && active && isConversationDocument(active.document)) {
+      const convPath = active.document.uri.fsPath;
+      const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {});
+      const entry = (list.files ?? []).find((f) => path.resolve(f.conversation) === path.resolve(convPath));
+      if (!entry) throw new UserFacing(`${path.basename(convPath)} is not the conversation of any file nagent knows`);
+      const file = /^[a-z][\w+.-]*:/i.test(entry.path) && !path.isAbsolute(entry.path) ? api.Uri.parse(entry.path) : api.Uri.file(entry.path);
+      return { uri: file.toString(), fileName: file.fsPath };
+    }
+    const ed = await this.target(arg);
+    return { uri: ed.document.uri.toString(), fileName: ed.document.fileName };
   }
 
   async conversationSave(arg: unknown): Promise<{ path: string }> {
     const ed = await this.conversationTarget(arg);
-    const name = await api.showInputBox({ title: 'nagent: Save Conversation As', prompt: `Name under which to save the conversation of ${path.basename(ed.document.fileName)}`, ignoreFocusOut: true });
+    const name = await api.showInputBox({ title: 'nagent: Save Conversation As', prompt: `Name under which to save the conversation of ${path.basename(ed.fileName)}`, ignoreFocusOut: true });
     if (!name || !name.trim()) throw new Dismissed();
-    const result = await this.nc.request<{ path: string }>(ServerCommands.conversationSave, { uri: ed.document.uri.toString(), name: name.trim() });
+    const result = await this.nc.request<{ path: string }>(ServerCommands.conversationSave, { uri: ed.uri, name: name.trim() });
     this.notify({ level: 'info', message: `nagent: conversation saved as ${name.trim()}.` }, { title: 'Open', run: () => this.conversations.show(api.Uri.file(result.path)) });
     return result;
   }
@@ -585,13 +619,13 @@ export class CommandHandlers {
     const saved = await this.savedConversations();
     let name: string | undefined;
     if (saved.length) {
-      const pick = await api.showQuickPick(saved.map((n) => ({ label: n })), { title: 'nagent: Load Saved Conversation', placeHolder: `Continue ${path.basename(ed.document.fileName)} from a saved conversation` });
+      const pick = await api.showQuickPick(saved.map((n) => ({ label: n })), { title: 'nagent: Load Saved Conversation', placeHolder: `Continue ${path.basename(ed.fileName)} from a saved conversation` });
       name = pick?.label;
     } else {
       name = await api.showInputBox({ title: 'nagent: Load Saved Conversation', prompt: 'Name of the saved conversation', ignoreFocusOut: true });
     }
     if (!name || !name.trim()) throw new Dismissed();
-    const result = await this.nc.request<{ path: string }>(ServerCommands.conversationLoad, { uri: ed.document.uri.toString(), name: name.trim() });
+    const result = await this.nc.request<{ path: string }>(ServerCommands.conversationLoad, { uri: ed.uri, name: name.trim() });
     await this.conversations.show(api.Uri.file(result.path));
     return result;
   }
@@ -610,7 +644,7 @@ export class CommandHandlers {
     const ed = await this.conversationTarget(arg);
     const instruction = await api.showInputBox({ title: 'nagent: Compact Conversation', prompt: 'What the summary must keep (optional); the full conversation is archived first', ignoreFocusOut: true });
     if (instruction === undefined) throw new Dismissed();
-    const args: Record<string, unknown> = { uri: ed.document.uri.toString() };
+    const args: Record<string, unknown> = { uri: ed.uri };
     if (instruction.trim()) args.instruction = instruction.trim();
     const result = await this.nc.working('compacting the conversation', () =>
       this.conversations.withSync(() => this.nc.request<Record<string, unknown>>(ServerCommands.conversationCompact, args)),
@@ -624,10 +658,10 @@ export class CommandHandlers {
   async conversationSummarize(arg: unknown): Promise<{ summary: string }> {
     const ed = await this.conversationTarget(arg);
     const result = await this.nc.working('summarizing the conversation', () =>
-      this.nc.request<{ summary: string }>(ServerCommands.conversationSummarize, { uri: ed.document.uri.toString() }),
+      this.nc.request<{ summary: string }>(ServerCommands.conversationSummarize, { uri: ed.uri }),
     );
-    const name = path.basename(ed.document.fileName);
-    await this.panels.show(`conversation-summary:${ed.document.uri.toString()}`, `Conversation Summary — ${name}`, `# Conversation of ${name}\n\n${result.summary}`, true);
+    const name = path.basename(ed.fileName);
+    await this.panels.show(`conversation-summary:${ed.uri}`, `Conversation Summary — ${name}`, `# Conversation of ${name}\n\n${result.summary}`, true);
     return result;
   }
 
@@ -949,7 +983,7 @@ export function toLspRange(r: vscode.Range): LspRange {
 }
 
 function docName(d: vscode.TextDocument): string {
-  return d.uri.scheme === 'file' ? d.uri.fsPath : d.uri.toString();
+  return d.uri.scheme === 'file' || d.uri.scheme === CONVERSATION_SCHEME ? d.uri.fsPath : d.uri.toString();
 }
 
 const MAX_REPORT_TEXT = 1_000_000;
@@ -958,7 +992,7 @@ function snapshot(d: vscode.TextDocument): DocumentSnapshot {
   const text = d.getText();
   return {
     uri: d.uri.toString(),
-    fsPath: d.uri.scheme === 'file' ? d.uri.fsPath : undefined,
+    fsPath: d.uri.scheme === 'file' || d.uri.scheme === CONVERSATION_SCHEME ? d.uri.fsPath : undefined,
     languageId: d.languageId,
     version: d.version,
     isDirty: d.isDirty,

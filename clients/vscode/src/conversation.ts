@@ -7,14 +7,21 @@
  */
 import * as fs from 'fs';
 import type * as vscode from 'vscode';
-import { conversationFolds, INITIAL_CONTEXT, isConversationPath, LANGUAGE_ID, shouldFollowEnd } from './pure/conversation';
+import { conversationFolds, draftHint, INITIAL_CONTEXT, isConversationPath, LANGUAGE_ID, shouldFollowEnd } from './pure/conversation';
+import { Commands } from './pure/ids';
+import { ConversationFileSystem, CONVERSATION_SCHEME, conversationEditorUri } from './conversationFs';
 import * as api from './vscodeapi';
 
 export function isConversationDocument(doc: vscode.TextDocument): boolean {
-  return doc.languageId === LANGUAGE_ID || (doc.uri.scheme === 'file' && isConversationPath(doc.uri.fsPath));
+  return doc.uri.scheme === CONVERSATION_SCHEME || doc.languageId === LANGUAGE_ID || (doc.uri.scheme === 'file' && isConversationPath(doc.uri.fsPath));
 }
 
-export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.Disposable {
+/** A conversation document backed by a file on disk (its own scheme, or a plain file). */
+function onDisk(doc: vscode.TextDocument): boolean {
+  return doc.uri.scheme === CONVERSATION_SCHEME || doc.uri.scheme === 'file';
+}
+
+export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.CodeLensProvider, vscode.Disposable {
   private readonly prepared = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly reloads = new Map<string, ReturnType<typeof setTimeout>>();
@@ -23,9 +30,14 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   /** Runs in flight (withSync): the server may append to a conversation meanwhile. */
   private running = 0;
 
+  private readonly fsp = new ConversationFileSystem();
+
   constructor(private readonly log: vscode.LogOutputChannel) {
     this.disposables.push(
+      this.fsp,
+      api.registerFileSystemProvider(CONVERSATION_SCHEME, this.fsp, { isCaseSensitive: true }),
       api.registerFoldingRangeProvider({ language: LANGUAGE_ID }, this),
+      api.registerCodeLensProvider({ language: LANGUAGE_ID }, this),
       api.onDidOpenTextDocument((d) => void this.ensureLanguage(d)),
       api.onDidChangeActiveTextEditor((e) => {
         if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
@@ -61,9 +73,19 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
     return conversationFolds(doc.getText()).map((f) => new api.FoldingRange(f.start, f.end, f.tag === INITIAL_CONTEXT ? api.FoldingRangeKind.Region : undefined));
   }
 
+  /** The chat hint at the end of the conversation: how to send (it sends when clicked). */
+  provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
+    const hint = draftHint(doc.getText());
+    const range = new api.Range(hint.line, 0, hint.line, 0);
+    return [
+      new api.CodeLens(range, { title: hint.title, command: Commands.sendFromConversation, arguments: [doc.uri] }),
+      new api.CodeLens(range, { title: '$(mention) Mention a file', tooltip: 'Insert @path: the request includes that file (Ctrl+Alt+N 2)', command: Commands.insertMention }),
+    ];
+  }
+
   /** A conversation under a custom state root is not matched by the language's file patterns. */
   private async ensureLanguage(doc: vscode.TextDocument): Promise<vscode.TextDocument> {
-    if (doc.uri.scheme !== 'file' || doc.languageId === LANGUAGE_ID || !isConversationPath(doc.uri.fsPath)) return doc;
+    if (!onDisk(doc) || doc.languageId === LANGUAGE_ID || (doc.uri.scheme === 'file' && !isConversationPath(doc.uri.fsPath))) return doc;
     try {
       return await api.setTextDocumentLanguage(doc, LANGUAGE_ID);
     } catch (e) {
@@ -74,7 +96,8 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
 
   /** Open a conversation beside the editor, `<initial_context>` folded, the cursor at its end. */
   async show(uri: vscode.Uri, column: vscode.ViewColumn = api.ViewColumn.Beside): Promise<vscode.TextEditor> {
-    const doc = await this.ensureLanguage(await api.openTextDocument(uri));
+    // under its own scheme: no merge-conflict lenses on the recorded SEARCH/REPLACE blocks (conversationFs.ts)
+    const doc = await this.ensureLanguage(await api.openTextDocument(conversationEditorUri(uri)));
     const shown = api.visibleEditors().find((e) => e.document.uri.toString() === doc.uri.toString());
     const editor = await api.showTextDocument(doc, { viewColumn: shown?.viewColumn ?? column, preserveFocus: false, preview: false });
     await this.prepare(editor);
@@ -99,7 +122,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   /** Save conversations the user edited, run `fn`, then show what the server appended. */
   async withSync<T>(fn: () => Promise<T>): Promise<T> {
     for (const d of api.textDocuments()) {
-      if (isConversationDocument(d) && d.isDirty && d.uri.scheme === 'file') {
+      if (isConversationDocument(d) && d.isDirty && onDisk(d)) {
         try {
           await d.save();
         } catch (e) {
@@ -121,7 +144,7 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
 
   /** Make every open conversation show its file on disk (VS Code reloads clean files on its own; wait for it, then force). */
   async refresh(): Promise<void> {
-    const docs = api.textDocuments().filter((d) => d.uri.scheme === 'file' && isConversationDocument(d));
+    const docs = api.textDocuments().filter((d) => onDisk(d) && isConversationDocument(d));
     const stale = async () => {
       const out: vscode.TextDocument[] = [];
       for (const d of docs) {

@@ -41,7 +41,8 @@ export class InlineReview implements vscode.CodeLensProvider, vscode.Disposable 
       overviewRulerLane: api.OverviewRulerLane.Left,
     });
     this.added = api.createTextEditorDecorationType({
-      after: { color: new api.ThemeColor('diffEditor.insertedTextBorder'), margin: '0 0 0 2em', fontStyle: 'italic' },
+      // the proposed text after the lines it replaces: ghost-text colour on the inserted-line background
+      after: { color: new api.ThemeColor('editorGhostText.foreground'), backgroundColor: new api.ThemeColor('diffEditor.insertedLineBackground'), margin: '0 0 0 2em', fontStyle: 'italic' },
       overviewRulerColor: new api.ThemeColor('editorOverviewRuler.addedForeground'),
       overviewRulerLane: api.OverviewRulerLane.Left,
     });
@@ -139,7 +140,7 @@ export class InlineReview implements vscode.CodeLensProvider, vscode.Disposable 
       const args = [h.proposalId, h.hunk.id];
       lenses.push(
         new api.CodeLens(range, { title: '$(check) Accept change', tooltip: 'Accept this change (Ctrl+Alt+N Enter)', command: Commands.acceptHunkAtCursor, arguments: args }),
-        new api.CodeLens(range, { title: '$(x) Reject', tooltip: 'Reject this change (Ctrl+Alt+N Backspace)', command: Commands.rejectHunkAtCursor, arguments: args }),
+        new api.CodeLens(range, { title: '$(x) Reject change', tooltip: 'Reject this change (Ctrl+Alt+N Backspace)', command: Commands.rejectHunkAtCursor, arguments: args }),
       );
       for (const w of h.hunk.warnings ?? []) lenses.push(new api.CodeLens(range, { title: `$(warning) ${w}`, tooltip: w, command: '' }));
     }

@@ -10,6 +10,9 @@ import * as vscode from 'vscode';
 export {
   CodeLens,
   EventEmitter,
+  FileChangeType,
+  FileSystemError,
+  FileType,
   FoldingRange,
   FoldingRangeKind,
   MarkdownString,
@@ -172,6 +175,10 @@ export function registerCompletionItemProvider(selector: vscode.DocumentSelector
 /** Workspace files matching a glob (for the `@path` picker), excluding the usual ignored folders. */
 export function findFiles(include: string, exclude: string | null, max: number): Thenable<vscode.Uri[]> {
   return vscode.workspace.findFiles(include, exclude, max);
+}
+
+export function registerFileSystemProvider(scheme: string, provider: vscode.FileSystemProvider, options: { isCaseSensitive?: boolean }): vscode.Disposable {
+  return vscode.workspace.registerFileSystemProvider(scheme, provider, options);
 }
 
 export function registerFoldingRangeProvider(selector: vscode.DocumentSelector, provider: vscode.FoldingRangeProvider): vscode.Disposable {

@@ -83,3 +83,16 @@ export function shouldFollowEnd(c: { dirty: boolean; running: boolean; cursorLin
 export function mentionText(rel: string): string {
   return /\s|"/.test(rel) ? `@"${rel.replace(/"/g, '\\"')}"` : `@${rel}`;
 }
+
+/**
+ * The hint at the end of a conversation (issue 25: "the conversation is empty before the first request,
+ * with no hint how to send"): where it goes (0-based line) and what it says; the text changes once a
+ * request is typed there.
+ */
+export function draftHint(text: string): { line: number; title: string } {
+  const lines = text.split(/\r\n|\r|\n/);
+  const line = Math.max(0, lines.length - 1);
+  const typed = trailingRequest(text);
+  if (typed) return { line, title: '$(send) Send this request (Ctrl+Enter)' };
+  return { line, title: text.trim() === '' ? '$(comment-discussion) Type your first request here, then press Ctrl+Enter to send it' : '$(comment-discussion) Type your next request below, then press Ctrl+Enter to send it' };
+}

@@ -53,3 +53,12 @@ test('@path mentions: plain, or quoted when the path has spaces (contracts.md D)
   assert.equal(mentionText('docs/a b.md'), '@"docs/a b.md"');
   assert.equal(mentionText('x"y z.py'), '@"x\\"y z.py"');
 });
+
+test('the chat hint at the end says how to send: empty, after a turn, and with a typed draft (issue 25)', async () => {
+  const { draftHint } = await import('../../src/pure/conversation');
+  assert.deepEqual(draftHint(''), { line: 0, title: '$(comment-discussion) Type your first request here, then press Ctrl+Enter to send it' });
+  const after = draftHint('<user-prompt>x</user-prompt>\n<agent-response>y</agent-response>\n');
+  assert.equal(after.line, 2);
+  assert.match(after.title, /Type your next request below, then press Ctrl\+Enter/);
+  assert.equal(draftHint('<user-prompt>x</user-prompt>\nadd tests\n').title, '$(send) Send this request (Ctrl+Enter)');
+});

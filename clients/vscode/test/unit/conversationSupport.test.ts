@@ -30,6 +30,13 @@ function fixture(lines: number, cursorLine: number) {
   const editor = { document: doc, selection: { active: { line: cursorLine, character: 2 } as Pos }, revealed: 0, revealRange: () => editor.revealed++ };
   Object.assign(seam, {
     registerFoldingRangeProvider: () => ({ dispose: () => undefined }),
+    registerCodeLensProvider: () => ({ dispose: () => undefined }),
+    registerFileSystemProvider: () => ({ dispose: () => undefined }),
+    EventEmitter: class {
+      event = () => ({ dispose: () => undefined });
+      fire(): void {}
+      dispose(): void {}
+    },
     onDidOpenTextDocument: on('open'),
     onDidChangeActiveTextEditor: on('active'),
     onDidCloseTextDocument: on('close'),

@@ -175,7 +175,13 @@ class NagentAgent:
     ) -> LoadSessionResponse:
         ref = self._known(cwd, session_id)
         state = self._open(session_id, cwd, mcp_servers, ref)
-        text = ref.conversation_path.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = ref.conversation_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            text = ""  # bound, but no turn written yet
+        except OSError as exc:
+            why = f"cannot read the conversation {ref.conversation_path}: {exc.strerror or exc}"
+            raise RequestError.invalid_request({"message": why}) from None
         for update in replay_updates(text):
             state.port.send(update)
         await state.port.flush()  # ACP: the whole conversation is replayed before the answer

@@ -70,10 +70,13 @@ class AcpPort:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._sender: asyncio.Task[None] | None = None
         self._counter = 0
+        self.closed = False
 
     # -- sending -----------------------------------------------------------------------------------------
     def send(self, update: Any) -> None:
-        """Queue one `session/update` (sent in order by the sender task)."""
+        """Queue one `session/update` (sent in order by the sender task); dropped once the session is closed."""
+        if self.closed:
+            return
         if self._sender is None or self._sender.done():
             self._sender = asyncio.get_running_loop().create_task(self._send_all())
         self._queue.put_nowait(update)
@@ -94,8 +97,14 @@ class AcpPort:
             await self._queue.join()
 
     def close(self) -> None:
+        """The session is closed (or loaded again): stop sending, and release whoever waits in `flush`."""
+        self.closed = True
+        self.cancel_all()
         if self._sender is not None:
             self._sender.cancel()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+            self._queue.task_done()
 
     def next_id(self, prefix: str) -> str:
         self._counter += 1

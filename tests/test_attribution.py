@@ -24,7 +24,7 @@ ORIGINAL = [f"value_{i} = {i}" for i in range(1, 11)]
 WRITTEN = ["def fetch(url):", "    for attempt in range(3):", "        return get(url)", "    raise TimeoutError(url)"]
 NEW = ORIGINAL[:2] + WRITTEN + ORIGINAL[2:]  # nagent's lines are 3-6 (1-based)
 REQUEST = "make retries idempotent"
-USER_NAME, USER_EMAIL = "Ann Author", "ann@example.com"
+USER_NAME, USER_EMAIL = "Alice Example", "alice@example.com"  # the harness commits as Alice
 DONE = text("<nagent-response>done</nagent-response>")
 
 
@@ -409,3 +409,13 @@ async def test_rebase_gets_notes_for_the_rebased_commits(workspace, editors, fak
         check_note(workspace, conversation, [3, 4, 5, 6])
         with pytest.raises(subprocess.CalledProcessError):
             ai_note(workspace, "upstream")  # the commit that does not hold nagent's lines gets no log
+
+
+def test_a_teammates_commit_gets_no_log(workspace, fake_model, model_env, isolated_home) -> None:
+    make_repo(workspace)
+    script_write(fake_model)
+    assert cli(workspace, isolated_home, "edit", "calc.py", REQUEST, env=model_env).returncode == 0
+    add_commit(workspace, Commit("theirs", {"calc.py": body(NEW)}, author="Bob", email="bob@example.com"))
+    assert "nagent turn 1" in cli(workspace, isolated_home, "blame", "calc.py").stdout
+    with pytest.raises(subprocess.CalledProcessError):
+        ai_note(workspace)

@@ -497,13 +497,14 @@ class GitRepository:
         """The file `path` as committed in `rev` (exact bytes, no filter), or None when it is not there."""
         return self.cat_blobs([f"{rev}:{path}"]).get(f"{rev}:{path}")
 
-    def commit_parents(self, rev: str) -> list[str]:
-        """The commit `rev` names, then its parents; [] when it is not a commit."""
+    def commit_parents(self, rev: str) -> tuple[list[str], str]:
+        """(the commit `rev` names then its parents, its author's e-mail); ([], "") when it is not a commit."""
         try:
-            out = self.run(["rev-list", "--no-walk", "--parents", f"{rev}^{{commit}}", "--"])
+            out = self.run(["log", "-1", "--no-walk", "--format=%H %P%x00%ae", f"{rev}^{{commit}}", "--"])
         except GitError:
-            return []
-        return out.decode("ascii", "replace").split()
+            return [], ""
+        chain, _, email = out.decode("utf-8", "replace").strip().partition("\0")
+        return chain.split(), email
 
     def new_commits(self, head: str, exclude: Iterable[str], limit: int) -> list[str]:
         """At most `limit` commits reachable from `head` and from none of `exclude`, newest first."""

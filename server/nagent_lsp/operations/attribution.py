@@ -644,7 +644,10 @@ def _inside(root: Path, path: str) -> bool:
 
 
 def _log_for(ledger: Ledger, git: GitRepository, root: Path, commit: str, tracked: list[str]) -> str | None:
-    chain = git.commit_parents(commit)
+    chain, email = git.commit_parents(commit)
+    mine = {e.key: e.value for e in git.config()}.get("user.email")
+    if mine and email and email.lower() != mine.lower():
+        return None  # a teammate's commit (pulled, merged): what nagent wrote here is in this user's commits
     parent = chain[1] if len(chain) > 1 else None
     rels = {p: Path(p).relative_to(root).as_posix() for p in tracked}
     names = [f"{commit}:{r}" for r in rels.values()] + ([f"{parent}:{r}" for r in rels.values()] if parent else [])

@@ -1505,6 +1505,39 @@ test("streamed deltas show live in the float; a new turn starts afresh; the conv
   assert(not text:find("Hello"), "the old turn's text is gone: " .. text)
   ui.close_float()
   stream.finish_all()
+  -- an open conversation of the run's file shows the reply as virtual lines at its end
+  local conversation = require("nagent.conversation")
+  local dir = vim.fn.tempname() .. "-stream"
+  local conv_path = dir .. "/.nagent/conversations/x.py.md"
+  write(conv_path, "<user-prompt>\nhello\n</user-prompt>\n")
+  conversation.remember(conv_path, dir .. "/x.py")
+  vim.cmd("noautocmd edit " .. vim.fn.fnameescape(conv_path)) -- no server: only the buffer is needed
+  local cbuf = vim.api.nvim_get_current_buf()
+  vim.b[cbuf].nagent_conversation = true
+  local uri = vim.uri_from_fname(dir .. "/x.py")
+  stream.on_stream({ token = 7, uri = uri, delta = "Streaming into", turn = 3 })
+  stream.on_stream({ token = 7, uri = uri, delta = " the conversation", turn = 3 })
+  vim.wait(100, function()
+    return false
+  end)
+  assert_eq(stream.conversation_lines(cbuf), { "▍ nagent is answering…", "Streaming into the conversation" }, "virtual lines")
+  assert_eq(vim.api.nvim_buf_get_lines(cbuf, 0, -1, false), { "<user-prompt>", "hello", "</user-prompt>" }, "the text untouched")
+  -- in a split: the end of nagent://answers, replaced by the whole answer
+  ui.close_float()
+  ui.config.answer = "split"
+  stream.on_stream({ token = 8, uri = uri, delta = "LIVE-PART", turn = 1 })
+  vim.wait(100, function()
+    return false
+  end)
+  assert_match(buf_lines_named("nagent://answers"), "LIVE%-PART", "the live text in the split")
+  ui.show_answer({ title = "edit · x.py", status = "applied", tokens = {}, text = "WHOLE-ANSWER" })
+  local log = buf_lines_named("nagent://answers")
+  assert_match(log, "WHOLE%-ANSWER", "the whole answer")
+  assert(not log:find("LIVE%-PART"), "the live text is replaced: " .. log)
+  assert_eq(stream.conversation_lines(cbuf), {}, "the virtual lines go with the whole answer")
+  ui.config.answer = "float"
+  vim.cmd("silent! %bwipeout!")
+  vim.fn.delete(dir, "rf")
 end)
 
 file_test("an edit's answer streams in (nagent/stream) and the final answer replaces it", {
@@ -1612,8 +1645,10 @@ file_test("review in the source buffer: hunks marked, one key accepts or rejects
   assert_match(marks, "%+ def fetch%(url, retries=3%):", "first hunk inline")
   assert_match(marks, "%+     return len%(list%(items%)%)", "second hunk inline")
   assert_eq(buffer_text(ctx.bufnr), A_V3, "nothing applied yet")
-  local qf = vim.fn.getqflist()
-  assert_eq(#qf, 2, "quickfix entries")
+  local qf = vim.tbl_filter(function(i)
+    return i.text:find(" hunk ") ~= nil -- (the history's coupling notes are listed too)
+  end, vim.fn.getqflist())
+  assert_eq(#qf, 2, "quickfix entries: " .. vim.inspect(vim.fn.getqflist()))
   assert_eq(vim.fn.bufname(qf[1].bufnr):match("a%.py$") ~= nil, true, "quickfix file")
   -- accept the first hunk with the key, reject the second
   vim.api.nvim_set_current_win(vim.fn.bufwinid(ctx.bufnr))

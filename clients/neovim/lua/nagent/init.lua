@@ -1376,7 +1376,7 @@ function M.register_client_commands()
   end
   local handlers = {
     ["nagent.edit"] = function(arg, bufnr)
-      M.edit(arg.request, { bufnr = bufnr, range = arg.range, agent = arg.agent })
+      M.edit(arg.request, { bufnr = bufnr, range = arg.range, agent = arg.agent, profile = arg.profile })
     end,
     ["nagent.instruction.apply"] = function(arg, bufnr)
       local snap = conversation.snapshot()

@@ -136,9 +136,16 @@ local function place(bufnr, pid, hunk)
     table.insert(extra, vim.api.nvim_buf_set_extmark(bufnr, ns, math.max(0, row), 0,
       { virt_lines = virt, virt_lines_above = above }))
   end
-  local _ = old
+  local first_new
+  for _, l in ipairs(new) do
+    if vim.trim(l) ~= "" then
+      first_new = vim.trim(l)
+      break
+    end
+  end
+  local summary = first_new or (old[1] and ("- " .. vim.trim(old[1]))) or ""
   return { proposal = tostring(pid), id = hunk.id, bufnr = bufnr, mark = mark, extra = extra, applies = applies,
-    line = start + 1, text = new[1] or (old[1] and ("- " .. old[1])) or "" }
+    line = start + 1, text = summary }
 end
 
 --- Show proposal `p` (a nagent.review.show result) in its files' buffers (loading them) and fill the quickfix

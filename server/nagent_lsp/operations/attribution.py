@@ -332,7 +332,8 @@ def service_for(session: Session, path: Path) -> tuple[HistoryService, str] | No
     return service, rel
 
 
-_owners_cache: dict[str, tuple[tuple[object, ...], list[str | None]]] = {}
+# path -> (key, owners, the track they were computed from: held so its id, in the key, is never reused)
+_owners_cache: dict[str, tuple[tuple[object, ...], list[str | None], Track]] = {}
 
 
 def owners_in(ledger: Ledger, path: Path, text: str) -> list[str | None] | None:
@@ -347,7 +348,7 @@ def owners_in(ledger: Ledger, path: Path, text: str) -> list[str | None] | None:
     owners = carry(track, hashes_of(text))[0].owners
     if len(_owners_cache) > 64:
         _owners_cache.clear()
-    _owners_cache[str(path)] = (key, owners)
+    _owners_cache[str(path)] = (key, owners, track)
     return owners
 
 

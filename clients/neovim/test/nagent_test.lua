@@ -1266,6 +1266,27 @@ file_test("review: a request of several lines is shown line by line (issue 25.1)
   assert_match(buf_lines_named(name), "and keep the callers working", ":NagentReview's request")
 end)
 
+file_test("review: a `# nagent:` instruction under confirmEdits opens its review (issue 25.1)", {
+  settings = { confirmEdits = true },
+  replies = edit_replies({ "# nagent: add a retries parameter\n" .. A_EDITED, "Retries added." }),
+}, { "nagent.instruction.apply", "nagent.review.show" }, function(ctx)
+  vim.api.nvim_buf_set_lines(ctx.bufnr, 0, 0, false, { "# nagent: add a retries parameter" })
+  nagent.last["nagent.review.show"] = nil
+  vim.lsp.commands["nagent.instruction.apply"]({
+    command = "nagent.instruction.apply", arguments = { { uri = vim.uri_from_bufnr(ctx.bufnr), line = 0 } },
+  }, { bufnr = ctx.bufnr })
+  local res = wait_reply("nagent.instruction.apply")
+  assert(type(res.proposal) == "table", "no proposal: " .. vim.inspect(res))
+  wait_reply("nagent.review.show")
+  local name = "nagent://review/" .. res.proposal.id
+  assert(vim.wait(3000, function()
+    return vim.fn.bufnr(name) ~= -1
+  end, 20), "the review did not open")
+  local text = buf_lines_named(name)
+  assert_match(text, "\nRequest: add a retries parameter", "the request")
+  assert_match(text, "%+def fetch%(url, retries=3%):", "the hunk")
+end)
+
 test("server text with newlines goes into buffers line by line (status float, scratch, answers)", function()
   local buf = ui.scratch("nagent://test-lines", { "one\ntwo", "three" })
   assert_eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), { "one", "two", "three" }, "scratch")

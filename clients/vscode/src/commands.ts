@@ -100,6 +100,7 @@ export class CommandHandlers {
       },
       notify: (level, message) => this.notify({ level, message }),
       report: (event, ok, result, extra) => this.report(event, ok, result, undefined, false, extra),
+      decided: (id) => this.inline.load(id),
       log: nc.log,
     });
     this.inline = new InlineReview({

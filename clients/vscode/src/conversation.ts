@@ -40,6 +40,11 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
       api.registerCodeLensProvider({ language: LANGUAGE_ID }, this),
       api.onDidOpenTextDocument((d) => void this.ensureLanguage(d)),
       api.onDidChangeActiveTextEditor((e) => {
+        if (e && e.document.uri.scheme === 'file' && isConversationPath(e.document.uri.fsPath) && !e.document.isDirty) {
+          // opened as a plain file (Explorer, Quick Open): show it under its own scheme instead (conversationFs.ts)
+          void this.reopen(e);
+          return;
+        }
         if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
       }),
       api.onDidCloseTextDocument((d) => {
@@ -102,6 +107,21 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
     const editor = await api.showTextDocument(doc, { viewColumn: shown?.viewColumn ?? column, preserveFocus: false, preview: false });
     await this.prepare(editor);
     return editor;
+  }
+
+  /** Replace a conversation's plain-file tab by its `nagent-conversation:` editor in the same group. */
+  private async reopen(e: vscode.TextEditor): Promise<void> {
+    const file = e.document.uri;
+    try {
+      await this.show(file, e.viewColumn ?? api.ViewColumn.Active);
+      const tabs = api
+        .tabGroups()
+        .all.flatMap((g) => g.tabs)
+        .filter((t) => t.input instanceof api.TabInputText && t.input.uri.toString() === file.toString() && !t.isDirty);
+      if (tabs.length) await api.tabGroups().close(tabs, true);
+    } catch (err) {
+      this.log.warn(`reopening ${file.fsPath} as a conversation: ${String(err)}`);
+    }
   }
 
   /** Fold the initial context and go to the end (the editor must be the active one). */

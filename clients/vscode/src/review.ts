@@ -26,6 +26,8 @@ export interface ReviewHost {
   revealAnswers(): Promise<void>;
   notify(level: 'info' | 'warning', message: string): void;
   report(event: string, ok: boolean, result?: unknown, extra?: Record<string, unknown>): void;
+  /** The proposal was decided here: the inline review reads it again (drops it when nothing is pending). */
+  decided?(id: string): Promise<unknown>;
   log: vscode.LogOutputChannel;
 }
 
@@ -230,6 +232,7 @@ export class ReviewController implements vscode.TextDocumentContentProvider, vsc
       this.reviews.delete(id);
       await this.closeEditors(id);
       await this.updateContext();
+      await this.host.decided?.(id);
       const rejected = result.rejected?.length ?? 0;
       const conflicts = (result as Partial<ReviewApplyResult>).conflicts?.length ?? 0;
       const outcome = reviewOutcome(accept.length - conflicts, rejected, conflicts);

@@ -1145,6 +1145,8 @@ async function runSteps() {
         .filter((c) => c.includes('→')),
     );
     await shot('inline-review');
+    const filesLens = await p.evaluate(() => Array.from(document.querySelectorAll('.editor-group-container.active .codelens-decoration')).map((l) => l.textContent || '').find((t) => /changed file/.test(t)) || '');
+    assert(/\b1 changed file\b/.test(filesLens), 'the changed-files lens counts proposals already decided', filesLens);
     assert(ghosts.some((g) => g.includes('return 11')), 'no inline ghost text with the proposed line', ghosts);
     // the hunk at the cursor, from the keyboard
     await focusEditor();
@@ -1209,12 +1211,17 @@ async function runSteps() {
     await script({ text: '<nagent-response>Plan: 1. add a docstring 2. add a test.</nagent-response>', usage: [700, 15] });
     const before = (await modelRequests()).length;
     mark();
+    // a file in the agents folder that is not an agent: listed under "Not loaded", not silently dropped (issue 25)
+    fs.mkdirSync(path.join(ctx.ws, '.nagent', 'agents'), { recursive: true });
+    fs.writeFileSync(path.join(ctx.ws, '.nagent', 'agents', 'notes.txt'), 'not an agent\n');
     await palette('nagent: Edit with Agent');
     await p.waitForFunction(
       () => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => /\bplan\b/.test(r.textContent || '')),
       undefined,
       { timeout: 20000 },
     );
+    const problemRow = await p.evaluate(() => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).map((r) => r.textContent || '').find((t) => t.includes('notes.txt')) || '');
+    assert(problemRow, 'the broken agent file is not shown in the picker');
     await shot('agent-pick');
     await p.locator('.quick-input-widget input').first().fill('plan');
     await p.keyboard.press('Enter');
@@ -1257,6 +1264,52 @@ async function runSteps() {
     assert(text.includes('EXPLANATION-77'), 'the Answers panel does not show the recipe output right after the run', text);
     await shot('recipe');
   }, { needs: ['nagent.recipes.list', 'nagent.recipe.run'] });
+
+  await step('Run Recipe… runs a recipe that needs no request without asking for one (needsRequest)', async () => {
+    const p = page();
+    const dir = path.join(ctx.ws, '.nagent', 'recipes');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'outline.json'), JSON.stringify({ description: 'Outline the file', steps: [{ step: 'outline', inputs: ['fileText'], outputs: { outline: 'string' }, systemPrompt: 'Outline:\n{{fileText}}' }] }, null, 2));
+    await freshEditor('app.py');
+    await script({ text: 'OUTLINE-88: one function, welcome().', usage: [300, 10] });
+    mark();
+    await palette('nagent: Run Recipe');
+    await p.waitForFunction(
+      () => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => (r.textContent || '').includes('outline')),
+      undefined,
+      { timeout: 20000 },
+    );
+    await p.locator('.quick-input-widget input').first().fill('outline');
+    await p.keyboard.press('Enter');
+    const rec = await waitFor('nagent.vscode.runRecipe', 60000);
+    assert(rec.ok, 'Run Recipe failed', rec.error);
+    assert(String(rec.result.outputs && rec.result.outputs.outline).includes('OUTLINE-88'), 'the recipe did not run without a request', rec.result);
+  }, { needs: ['nagent.recipes.list', 'nagent.recipe.run'] });
+
+  await step('a file the run creates is named in the answer and opened', async () => {
+    await freshEditor('app.py');
+    const created = path.join(ctx.ws, 'greeting_test.py');
+    await script(
+      { text: `<nagent-write path="${created}">from app import welcome\n\n\ndef test_welcome():\n    assert welcome("x") == "Hello, x"\n</nagent-write>`, usage: [500, 40] },
+      { text: '<nagent-response>Added greeting_test.py.</nagent-response>', usage: [600, 8] },
+    );
+    mark();
+    await palette('nagent: Edit File');
+    await answerInput('Edit File', 'add a test file for welcome');
+    const rec = await waitFor('nagent.vscode.editFile', 60000);
+    assert(rec.ok, 'the edit failed', rec.error);
+    assert(rec.result.applied === true, 'the new file was not applied', rec.result);
+    const panel = readReport().slice(ctx.reportIndex).filter((r) => r.event === 'panel' && r.result.key === 'answers').pop();
+    assert(panel && panel.result.markdown.split('\n---\n')[0].includes('created greeting\\_test.py'), 'the answer does not name the created file', panel && panel.result.markdown.slice(0, 800));
+    let shown = false;
+    for (let i = 0; i < 50 && !shown; i++) {
+      shown = (await tabTitles()).some((t) => t.includes('greeting_test.py'));
+      if (!shown) await sleep(200);
+    }
+    assert(shown, 'the created file was not opened', await tabTitles());
+    await shot('created-file');
+    await closeAll();
+  }, { needs: ['nagent.edit'] });
 
   await step("Trust This Repository's Definitions… lists the files in a modal; Cancel changes nothing, Trust is recorded by the server, Revoke undoes it", async () => {
     const p = page();

@@ -91,8 +91,8 @@ function M.update_hint(bufnr)
     return nil
   end
   local prefix = require("nagent").keymap_prefix()
-  local text = "Type your request at the end of this buffer, then :NagentSend" ..
-    (prefix and (" (" .. prefix .. "s)") or "") .. " — @ mentions a file (:NagentMention)"
+  local text = "Type a request here, then :NagentSend" .. (prefix and (" (" .. prefix .. "s)") or "") ..
+    " · @path includes a file"
   local last = math.max(0, vim.api.nvim_buf_line_count(bufnr) - 1)
   vim.api.nvim_buf_set_extmark(bufnr, hint_ns, last, 0, { virt_lines = { { { text, "Comment" } } } })
   return text

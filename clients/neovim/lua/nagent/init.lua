@@ -152,7 +152,7 @@ local function message_request_handler(_, result)
   if type(policy) == "function" then
     index = policy(result.message, titles)
   elseif policy == "ask" and #vim.api.nvim_list_uis() > 0 and #titles > 0 then
-    local lines = { "nagent: " .. result.message }
+    local lines = ui.lines({ "nagent: " .. tostring(result.message) }) -- a question of several lines too
     for i, t in ipairs(titles) do
       table.insert(lines, string.format("%d. %s", i, t))
     end

@@ -328,6 +328,12 @@ def test_cli_edit_commit_blame_and_push(tmp_path, workspace, fake_model, model_e
     assert pushed.returncode == 0 and "pushed" in pushed.stdout, pushed.stderr
     head = git(workspace, "rev-parse", "HEAD").strip()
     assert git(remote, "notes", "--ref", "ai", "show", head) == ai_note(workspace)
+    git(workspace, "push", "-q", "origin", "main")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
+    fetched = cli(clone, isolated_home, "attribution", "fetch")
+    assert fetched.returncode == 0 and "1 authorship logs" in fetched.stdout, fetched.stderr
+    assert ai_note(clone) == ai_note(workspace)
 
 
 def test_cli_blame_shows_another_tools_session(tmp_path, workspace, isolated_home) -> None:

@@ -118,17 +118,41 @@ def _trust_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result object as JSON")
 
 
+def _attribution_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["push", "fetch"], help="push or fetch the authorship logs (refs/notes/ai)")
+    parser.add_argument("remote", nargs="?", default="origin", help="the git remote (default origin)")
+
+
 class Subcommand(NamedTuple):
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
     runner: str  # "module:function", imported when the subcommand runs
 
 
+def _acp_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--setup", action="store_true", help="write your model settings interactively (auth method)")
+
+
 SUBCOMMANDS: dict[str, Subcommand] = {
+    "acp": Subcommand(
+        "serve the Agent Client Protocol over stdio (Zed, JetBrains, CodeCompanion, agent-shell)",
+        _acp_args,
+        "nagent_lsp.acp.main:run",
+    ),
     "agents": Subcommand(
         "list the agents (built-in, ~/.nagent/agents, .nagent/agents) with their sources",
         _list_args,
         "nagent_lsp.headless.agents:run_agents",
+    ),
+    "attribution": Subcommand(
+        "authorship logs in refs/notes/ai (Git AI v3.0.0): push|fetch [REMOTE]",
+        _attribution_args,
+        "nagent_lsp.headless.attribution:attribution",
+    ),
+    "blame": Subcommand(
+        "print each line of a file with who wrote it: a nagent turn, a tool's session (refs/notes/ai), or the commit",
+        lambda parser: _file(parser, "print the lines and their attributions as JSON"),
+        "nagent_lsp.headless.attribution:blame",
     ),
     "coedits": Subcommand(
         "print the files that historically change together with a file",

@@ -243,8 +243,14 @@ def load_definitions(
                 ConfigFileError(folder, "is a symbolic link out of the state root: its files are not loaded")
             )
             continue
+        problems += skipped_files(kind, folder, suffixes)  # nothing in the folder vanishes without a word
+        seen: dict[str, Path] = {}
         for path in files:
             name = name_of(path)
+            if name in seen:  # `tests.json` beside `tests.yaml`: the first (by name) is the one used
+                problems.append(ConfigFileError(path, f"is not used: {seen[name].name} defines {kind} '{name}' too"))
+                continue
+            seen[name] = path
             if source == "workspace" and name in owned:
                 by, loads = owned[name]
                 item: T | None = None
@@ -276,6 +282,30 @@ def load_agents(home_root: Path, state_root: Path | None) -> Loaded[Agent]:
     return load_definitions(
         "agent", agent_dirs(home_root, state_root), (AGENT_SUFFIX,), lambda p: p.stem, parse, BUILTIN
     )
+
+
+def skipped_files(kind: str, folder: Path, suffixes: tuple[str, ...]) -> list[ConfigFileError]:
+    """A problem for each entry of `folder` that looks meant as a definition but is not loaded (issue 25: broken
+    files must not vanish from the pickers): a file without one of `suffixes`, a symbolic link, a folder that
+    cannot be read. Hidden files (`.gitkeep`, editor swap files) and subfolders are left alone."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [ConfigFileError(folder, f"cannot be read ({exc.strerror or exc}): no {kind} of it is loaded")]
+    found = []
+    wanted = " or ".join(suffixes)
+    for entry in entries:
+        if entry.name.startswith(".") or entry.is_dir(follow_symlinks=False):
+            continue
+        if entry.is_symlink():
+            found.append(ConfigFileError(entry.path, "is a symbolic link, not loaded: only regular files are read"))
+        elif not entry.name.endswith(suffixes):
+            found.append(ConfigFileError(entry.path, f"is not loaded: {kind} files end in {wanted}"))
+        elif not entry.is_file(follow_symlinks=False):
+            found.append(ConfigFileError(entry.path, f"is not a regular file: not loaded as a {kind}"))
+    return found
 
 
 def config_files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:

@@ -69,7 +69,8 @@ async function resolveRest(input: ResolveInput, notes: string[]): Promise<Resolu
       ok: false,
       message:
         `nagent.server.python is set to "${python}", but "${python} -m ${MODULE}" cannot run: ${problem}. ` +
-        `Install the server into that interpreter ("${python} -m pip install nagent-lsp") or change the setting.`,
+        `Install the server into that interpreter from a checkout of nagent-lsp ` +
+        `("${python} -m pip install /path/to/nagent-lsp"; it is not on PyPI yet) or change the setting.`,
       notes,
     };
   }
@@ -94,9 +95,10 @@ async function resolveRest(input: ResolveInput, notes: string[]): Promise<Resolu
   return {
     ok: false,
     message:
-      'nagent: the nagent-lsp server was not found. Install it (pip install nagent-lsp) into a Python ' +
-      'environment, then set "nagent.server.python" to that interpreter or "nagent.server.command" to the ' +
-      'nagent-lsp executable, or put nagent-lsp on PATH.',
+      'nagent: the nagent-lsp server was not found. Install it from a checkout of nagent-lsp (it is not on PyPI ' +
+      'yet: "pipx install /path/to/nagent-lsp", or "pip install /path/to/nagent-lsp" into a Python environment), ' +
+      'then set "nagent.server.python" to that interpreter or "nagent.server.command" to the nagent-lsp ' +
+      'executable, or put nagent-lsp on PATH.',
     notes,
   };
 }

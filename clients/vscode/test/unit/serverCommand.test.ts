@@ -42,7 +42,7 @@ test('2b. an explicit python without nagent_lsp is an error naming the fix, no s
   assert.equal(r.ok, false);
   if (!r.ok) {
     assert.match(r.message, /nagent\.server\.python/);
-    assert.match(r.message, /pip install nagent-lsp/);
+    assert.match(r.message, /-m pip install \/path\/to\/nagent-lsp/);
     assert.match(r.message, /No module named/);
   }
 });
@@ -74,7 +74,7 @@ test('4. nothing found → a clear error explaining how to install', async () =>
   const r = await resolveServer(input());
   assert.equal(r.ok, false);
   if (!r.ok) {
-    assert.match(r.message, /pip install nagent-lsp/);
+    assert.match(r.message, /pipx install \/path\/to\/nagent-lsp/);
     assert.match(r.message, /nagent\.server\.command/);
   }
 });

@@ -78,6 +78,12 @@ class HistorySettings:
     maxChangesetFiles: Annotated[int, Between(1, 100_000)] = 50
     summarize: bool = True
     shareSummaries: Literal["off", "notes"] = "off"  # DESIGN §11: "notes" shares commit summaries via git notes
+    # Issue 26: completeness hints ("usually changes with X; not touched") and recent-fix warnings on a change set.
+    # minRate is the predictor's estimated chance (history.coupling); 0.45/2 from benchmarks/coupling.py on git/git.
+    coupling: bool = True
+    couplingMinRate: Annotated[float, Between(0.0, 1.0)] = 0.45
+    couplingMinCommits: Annotated[int, Between(1, 100_000)] = 2
+    recentFixDays: Annotated[int, Between(0, 36_500)] = 30  # a fix older than this warns no more; 0: never
 
 
 @attrs.frozen

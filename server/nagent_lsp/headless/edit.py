@@ -28,6 +28,10 @@ def run_edit(args: argparse.Namespace) -> int:
             return
         if result.response and not port.streamed:  # a terminal saw the answer as it was written
             print(result.response)
+        for hint in result.coupling or []:  # issue 26: what history says the change set may lack
+            print(f"hint: {hint.message}", file=sys.stderr)
+        for warning in result.historyWarnings or []:
+            print(f"warning: {Path(warning.uri).name}:{warning.line + 1}: {warning.message}", file=sys.stderr)
         if result.proposal is not None:
             from nagent_lsp.headless.review import ask_per_hunk
 

@@ -91,6 +91,8 @@ async def ask_per_hunk(session: Session, port: DiskPort, proposal: ProposalView)
         for hunk in file.hunks:
             print(f"[{hunk.id}] {shown_path(Path(file.path))}{' (new file)' if file.created else ''}")
             print(hunk_diff(file, hunk, lines), end="")
+            for warning in hunk.warnings or []:  # issue 26: the hunk rewrites a recent fix's lines
+                print(f"warning: {warning}")
     if not port.interactive:
         print(
             f"proposal {proposal.id} awaits review: nagent-lsp review apply {proposal.id} [--accept h1,h2] "

@@ -8,6 +8,7 @@ from nagent_lsp.lsp.features import (
     attribution,
     codeaction,
     conversation,
+    coupling,
     edit,
     history,
     lifecycle,
@@ -20,7 +21,8 @@ from nagent_lsp.lsp.server import NagentServer
 
 def create_server() -> NagentServer:
     server = NagentServer()
-    features = (lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents, review, attribution)
+    features = [lifecycle, status, edit, conversation, history, splitpatch, codeaction, agents, review, attribution]
+    features.append(coupling)  # last: it wraps the commands the others registered
     for feature in features:
         feature.register(server)
     log_forwarding.attach_client(server)

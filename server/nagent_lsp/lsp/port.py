@@ -310,6 +310,8 @@ class LspPort:
             )
             for m in marks
         ]
+        history = getattr(self.server, "history_marks", None)  # issue 26 (lsp/features/coupling.py): same list
+        diagnostics += history.diagnostics(uri) if history is not None else []
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
         if diagnostics:
             self.server.review_shown.add(uri)

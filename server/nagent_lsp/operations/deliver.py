@@ -9,6 +9,7 @@ itself later, DESIGN §12); else it is applied as one change (`operations/apply.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
@@ -20,6 +21,7 @@ from nagent_lsp.config.convert import to_wire, wire_converter
 from nagent_lsp.core.ports import ApplyOutcome, EditorPort, FileChange, Progress
 from nagent_lsp.llm.tokens import TokenCounts
 from nagent_lsp.operations.apply import FileResult, apply_change_set
+from nagent_lsp.operations.coupling import CouplingHint, HistoryWarning, history_checks
 from nagent_lsp.operations.review import ProposalView, propose
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
@@ -43,6 +45,8 @@ class Delivery:
     patchPath: str | None = None
     proposal: ProposalView | None = None
     reviewRequired: list[str] | None = None
+    coupling: list[CouplingHint] | None = None  # issue 26: untouched partners (operations.coupling)
+    historyWarnings: list[HistoryWarning] | None = None
     outcome: ApplyOutcome | None = attrs.field(default=None, eq=False, repr=False)
 
     def final_text(self, path: Path) -> str | None:
@@ -82,6 +86,8 @@ class RunResult:
     reason: str | None = None
     proposal: ProposalView | None = None
     reviewRequired: list[str] | None = None
+    coupling: list[CouplingHint] | None = None  # issue 26: files that usually change with these, untouched
+    historyWarnings: list[HistoryWarning] | None = None  # issue 26: hunks over a recent fix's lines
     message: str = ""  # the one line a client shows, cost in USD (operations.edit_targets.with_message)
 
     def delivered(self, delivery: Delivery) -> Self:
@@ -96,6 +102,8 @@ class RunResult:
             patchPath=delivery.patchPath,
             proposal=delivery.proposal,
             reviewRequired=delivery.reviewRequired,
+            coupling=delivery.coupling,
+            historyWarnings=delivery.historyWarnings,
         )
 
 
@@ -126,6 +134,27 @@ async def deliver_or_propose(
     must = must_review(session, changes)
     if must:
         preview = True
+    # issue 26: what history says of the change set, judged before it is applied (blame is of the base text)
+    hints, warnings = await asyncio.to_thread(history_checks, session, changes)
+    delivery = await _deliver(
+        session, port, state_root, changes, target, request, convo, conversation, progress, preview, must
+    )
+    return attrs.evolve(delivery, coupling=hints, historyWarnings=warnings)
+
+
+async def _deliver(
+    session: Session,
+    port: EditorPort,
+    state_root: Path,
+    changes: Sequence[FileChange],
+    target: Path,
+    request: str,
+    convo: ConversationFile,
+    conversation: ConversationRecord,
+    progress: Progress,
+    preview: bool,
+    must: list[str],
+) -> Delivery:
     if preview:
         proposal = propose(
             session, port, state_root, changes, request=request, conversation=conversation, target=target

@@ -49,6 +49,7 @@ from nagent_lsp.core.ports import EditorPort, FileChange, FileOutcome, RecordWri
 from nagent_lsp.operations.apply import FileResult, apply_change_set, change_patch, shown_path
 from nagent_lsp.operations.args import NoArgs, ReviewApplyArgs, ReviewDiscardArgs, ReviewIdArgs
 from nagent_lsp.operations.buffers import workspace_of
+from nagent_lsp.operations.coupling import CouplingHint
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store import proposals
 from nagent_lsp.store.conversations import ConversationError, ConversationStore
@@ -89,6 +90,7 @@ class HunkView:
     oldText: str
     newText: str
     applies: bool
+    warnings: list[str] | None = None  # issue 26: "changes lines from abc1234 'Fix …' (Alice, 3 days ago)"
 
 
 @attrs.frozen
@@ -109,6 +111,7 @@ class ProposalView:
     request: str
     conversation: ConversationRecord
     files: list[FileView]
+    coupling: list[CouplingHint] | None = None  # issue 26: files that usually change with these, untouched
 
 
 @attrs.frozen
@@ -513,7 +516,10 @@ def review_list(session: Session, port: EditorPort, args: NoArgs) -> ReviewList:
 async def review_show(session: Session, port: EditorPort, args: ReviewIdArgs) -> ProposalView:
     announce(session, port)
     _root, proposal, confined = _find(session, args.id)
-    return review_view(proposal, await _texts(port, proposal, confined))
+    view = review_view(proposal, await _texts(port, proposal, confined))
+    from nagent_lsp.operations.coupling import review_checks
+
+    return await asyncio.to_thread(review_checks, session, view, proposal)
 
 
 def _lock(proposal_id: str) -> asyncio.Lock:

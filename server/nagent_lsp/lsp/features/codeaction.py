@@ -9,7 +9,7 @@ from lsprotocol import types
 
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.lsp.commands import register_command
-from nagent_lsp.lsp.features import codeaction_show
+from nagent_lsp.lsp.features import codeaction_show, coupling
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.operations.args import InstructionArgs
@@ -48,6 +48,7 @@ def register(server: NagentServer) -> None:
         # The offers stat files and load split indexes: a worker thread keeps that off the event loop.
         found = await asyncio.to_thread(offers, ls.session, uri, path, lines, start, end)
         found = codeaction_show.adapt_offers(ls.client_capabilities, found)  # what a client without a plugin gets
+        found = coupling.offers(ls, uri, start[0], end[0]) + found  # issue 26: include a hinted partner, …
         return [
             types.CodeAction(
                 title=offer.title,

@@ -16,36 +16,28 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
+from acp import RequestError, update_agent_message_text
 from acp.schema import (
-    AgentCapabilities,
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
     Cost,
-    Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionCapabilities,
-    SessionCloseCapabilities,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionInfo,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
-    TerminalAuthMethod,
     UnstructuredCommandInput,
     UsageUpdate,
 )
 
-from nagent_lsp import __version__
 from nagent_lsp.acp import mcp_servers
+from nagent_lsp.acp.capabilities import client_fs, initialize_response
 from nagent_lsp.acp.changes import find_record, record_read_back, review_change_set
 from nagent_lsp.acp.commands import COMMANDS, run_command
 from nagent_lsp.acp.port import AcpPort, new_session_id
@@ -91,31 +83,8 @@ class NagentAgent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
     ) -> InitializeResponse:
-        fs = getattr(client_capabilities, "fs", None)
-        self.fs_read = bool(getattr(fs, "read_text_file", False))
-        self.fs_write = bool(getattr(fs, "write_text_file", False))
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    resume=SessionResumeCapabilities(),
-                    close=SessionCloseCapabilities(),
-                ),
-            ),
-            auth_methods=[
-                TerminalAuthMethod(
-                    type="terminal",
-                    id="nagent-setup",
-                    name="Set up nagent's model",
-                    description="Writes your model settings (~/.nagent/config.json) interactively",
-                    args=["acp", "--setup"],
-                )
-            ],
-            agent_info=Implementation(name="nagent-lsp", title="nagent", version=__version__),
-        )
+        self.fs_read, self.fs_write = client_fs(client_capabilities)
+        return initialize_response()
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         if method_id != "nagent-setup":

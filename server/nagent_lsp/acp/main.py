@@ -16,13 +16,13 @@ def run(args: argparse.Namespace) -> int:
 
     from acp import run_agent
 
-    from nagent_lsp.acp.agent import NagentAgent
+    from nagent_lsp.acp.entry import LazyAgent
 
     # session/resume and session/close are routed by the SDK only with its "unstable" methods turned on
     from nagent_lsp.acp.transport import guarded_stdio
 
     async def serve() -> None:
-        agent: Any = NagentAgent()  # implements the SDK's Agent protocol's methods it advertises
+        agent: Any = LazyAgent()  # the SDK's Agent protocol: the methods it advertises
         writer, reader = await guarded_stdio()
         await run_agent(agent, writer, reader, use_unstable_protocol=True)
 

@@ -3,20 +3,14 @@ questions go to a TTY."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nagent_lsp.config.state_root import resolve_state_root
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, Records, ReviewMark
-from nagent_lsp.store.files import read_disk_text
-from nagent_lsp.store.root import ensure_root
-from nagent_lsp.store.transaction import Write, commit
-from nagent_lsp.text.edits import minimal_edits
-from nagent_lsp.text.merge import Current, plan_change_set
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress, Records, ReviewMark
+from nagent_lsp.operations.disk_apply import apply_on_disk
 
 # Set to 1 to print the answer as it streams even when stdout is no terminal (tests, benchmarks), 0 never to.
 STREAM_ENV = "NAGENT_STREAM"
@@ -59,33 +53,8 @@ class DiskPort:
     async def apply_changes(
         self, changes: Sequence[FileChange], label: str, records: Records | None = None
     ) -> ApplyOutcome:
-        """Every file merged three ways against the disk first (`plan_change_set`); a conflict writes nothing; then
-        the files and `records` are written as one transaction (`store.transaction`): all of them or none, even when
-        the process is killed halfway."""
-        plan = plan_change_set(changes, _on_disk)
-        if plan.conflict is not None:
-            return ApplyOutcome(False, 0, plan.reason, plan.conflict_text, conflict=plan.conflict)
-        if not plan.files:
-            return ApplyOutcome(False, 0, plan.reason or "no change")
-        files = tuple(
-            FileOutcome(
-                p.change.path,
-                p.uri,
-                len(minimal_edits(p.current, p.target, "utf-32")) or 1,
-                p.change.created,
-                p.current,
-                p.target,
-            )
-            for p in plan.files
-        )
-        writes = [Write(f.path, f.final_text.encode("utf-8")) for f in files]
-        if records is not None:
-            state_root = records.state_root
-            writes += [Write(r.path, None if r.text is None else r.text.encode("utf-8")) for r in records.make(files)]
-        else:
-            state_root = resolve_state_root(files[0].path, self.folders).path
-        await asyncio.to_thread(commit, ensure_root(state_root), writes)
-        return ApplyOutcome(True, sum(f.edits for f in files), None, files[0].final_text, files)
+        """The change set written as one transaction (`operations.disk_apply`): all of the files or none."""
+        return await apply_on_disk(self.folders, changes, records)
 
     def publish_review(self, uri: str, marks: Sequence[ReviewMark]) -> None:
         return None  # the CLI shows a proposal as a diff
@@ -144,9 +113,3 @@ class DiskPort:
     def _say(self, text: str) -> None:
         if not self.quiet:
             print(text, file=sys.stderr)
-
-
-def _on_disk(change: FileChange) -> Current:
-    """The CLI has no buffers: a file's current text is the disk's (None: it does not exist)."""
-    exists = change.path.exists()
-    return Current(read_disk_text(change.path) if exists else None, None, change.uri)

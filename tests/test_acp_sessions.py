@@ -175,3 +175,22 @@ async def test_a_file_outside_the_workspace_is_refused_and_nothing_is_read(
         assert "outside" in client.message_text().lower() or "not inside" in client.message_text().lower()
         assert client.fs_calls == []
     assert fake_model.chat_requests == []
+
+
+async def test_a_shell_command_under_ask_is_a_permission_request_of_kind_execute(
+    workspace, isolated_home, model_env, fake_model
+) -> None:
+    target = make_repo(workspace)
+    fake_model.script(text("<nagent-shell>echo from-the-shell</nagent-shell>"), DONE)
+    async with acp_agent(workspace, isolated_home, model_env) as (conn, client, _):
+        client.answers = ["o2"]  # the third option: Deny
+        await _one_run(conn, workspace, target, "run it")
+    call, options = client.permissions[0]
+    assert call.kind == "execute" and "echo from-the-shell" in json.dumps(call.raw_input)
+    assert [(o.name, o.kind) for o in options] == [
+        ("Run once", "allow_once"),
+        ("Always", "allow_always"),
+        ("Deny", "reject_once"),
+    ]
+    sent = json.dumps(fake_model.chat_requests[-1].messages)
+    assert "the user denied this shell command" in sent

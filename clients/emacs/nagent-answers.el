@@ -183,8 +183,11 @@ starts afresh) and to `nagent-stream-functions'; the mode line counts it."
          (turn (plist-get p :turn))
          (done (nagent--true-p (plist-get p :done))))
     (when key
-      (let ((state (or (gethash key nagent--streams)
-                       (nagent--stream-section file key))))
+      (let ((state (let ((known (gethash key nagent--streams)))
+                     ;; *nagent* may have been killed meanwhile: start the section again.
+                     (if (and known (buffer-live-p (marker-buffer (plist-get known :start))))
+                         known
+                       (nagent--stream-section file key)))))
         (with-current-buffer (marker-buffer (plist-get state :start))
           (let ((inhibit-read-only t)
                 (body (plist-get state :body)))

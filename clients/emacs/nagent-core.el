@@ -238,6 +238,10 @@ A plist (:title CHOICE), or :null when the user gave no answer."
 
 ;;;; Paths
 
+(defun nagent--visit (path)
+  "A buffer visiting PATH: the one there is (asking nothing), else a new one."
+  (or (find-buffer-visiting path) (find-file-noselect path)))
+
 (defun nagent--buffer-file (buffer)
   "The file BUFFER visits, or nil."
   (and (buffer-live-p buffer) (buffer-local-value 'buffer-file-name buffer)))

@@ -633,7 +633,7 @@ Returns the overlays made."
     (dolist (file (nagent--list (plist-get proposal :files)))
       (let ((path (nagent--review-file-path file)))
         (when (and path (file-exists-p path))
-          (with-current-buffer (find-file-noselect path)
+          (with-current-buffer (nagent--visit path)
             (nagent--inline-clear id)
             (dolist (hunk (nagent--list (plist-get file :hunks)))
               (when (or (not (plist-member hunk :applies)) (nagent--true-p (plist-get hunk :applies)))
@@ -746,7 +746,7 @@ visited file shows them inline.  Returns the visited buffer."
            (path (cdr (assoc (completing-read (format "Files of proposal %s: " id) table nil t)
                              table))))
       (nagent--inline-show-proposal proposal)
-      (pop-to-buffer (find-file-noselect path)))))
+      (pop-to-buffer (nagent--visit path)))))
 
 (provide 'nagent-review)
 ;;; nagent-review.el ends here

@@ -90,7 +90,7 @@ the line is cut to MAX characters (default 160) with \"…\"."
 (defun nagent--open-created (files)
   "Visit the FILES a run created, each in a window; return their buffers."
   (mapcar (lambda (path)
-            (let ((buf (find-file-noselect path)))
+            (let ((buf (nagent--visit path)))
               (display-buffer buf '(nil (inhibit-same-window . t)))
               buf))
           (seq-filter #'file-exists-p files)))

@@ -535,16 +535,47 @@ review shows the change set's coupling and each hunk's warnings (no server neede
   "A run on a file that usually changes with another, untouched, names it."
   (nagent-test-with-file (:replies (lambda (target)
                                      (list (nagent-test-write-reply target nagent-test-a-retries)
-                                           (nagent-test-response-reply "ok"))))
+                                           (nagent-test-response-reply "ok")))
+                          ;; Low thresholds: the test repository is small.
+                          :settings (list :history (list :summarize :json-false
+                                                         :couplingMinRate 0.1 :couplingMinCommits 1)))
     (nagent-test-require-command "nagent.edit")
     (let ((res (nagent-wait (nagent-edit "add retries"))))
       (unless (plist-member res :coupling)
         (nagent-test-waiting "`coupling' in nagent.edit results (issue 26)"))
       ;; a.py changed with b.py in 2 of its 3 commits; b.py is not touched.
       (let ((hint (cl-find "b.py" (append (plist-get res :coupling) nil)
-                           :key (lambda (c) (plist-get c :partner)) :test #'equal)))
-        (when hint
-          (should (string-match-p (regexp-quote (plist-get hint :message)) (nagent-test--answer-text))))))))
+                           :key (lambda (c) (file-name-nondirectory (or (plist-get c :partner) "")))
+                           :test #'equal)))
+        (should hint)
+        (should (string-match-p "b\\.py" (plist-get hint :message)))
+        (should (string-match-p (regexp-quote (plist-get hint :message)) (nagent-test--answer-text)))))))
+
+(ert-deftest nagent-recent-fix-warning-in-review ()
+  "A hunk over the lines of a recent fix carries its warning, in the review buffer
+and beside the hunk in the source buffer."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply
+                                            target (replace-regexp-in-string
+                                                    "return len(items)" "return len(items) - 1"
+                                                    nagent-test-a-v3 t t))
+                                           (nagent-test-response-reply "Changed size.")))
+                          :settings (list :confirmEdits t
+                                          :history (list :summarize :json-false :recentFixDays 36500)))
+    (nagent-test-require-command "nagent.review.show")
+    (let* ((res (save-window-excursion (nagent-wait (nagent-edit "make size smaller"))))
+           (id (nagent--proposal-id (plist-get res :proposal)))
+           (hunk (aref (plist-get (aref (plist-get (nagent-command "nagent.review.show" (list :id id)) :files) 0)
+                                  :hunks)
+                       0)))
+      (unless (plist-member hunk :warnings)
+        (nagent-test-waiting "hunk `warnings' in nagent.review.show (issue 26)"))
+      (should (string-match-p "Fix off-by-one in size" (aref (plist-get hunk :warnings) 0)))
+      (should (string-match-p "^# ⚠ hunk [^:]+: changes lines from .*Fix off-by-one in size.*\n@@ "
+                              (nagent-test-buffer-text (format "*nagent-review %s*" id))))
+      (let ((ov (car (nagent--inline-overlays id))))
+        (should ov)
+        (should (string-match-p "⚠ .*Fix off-by-one in size" (overlay-get ov 'before-string)))))))
 
 ;;;; Issue 27: the turn that wrote the line
 

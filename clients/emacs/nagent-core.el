@@ -104,7 +104,7 @@ no answer (the server then refuses what it asked about)."
 (defconst nagent--code-action-commands
   '("nagent.edit" "nagent.history" "nagent.split" "nagent.patch"
     "nagent.instruction.apply" "nagent.recipe.run" "nagent.codeAction.run"
-    "nagent.review.apply" "nagent.review.discard")
+    "nagent.review.apply" "nagent.review.discard" "nagent.conversation.open")
   "Commands of nagent's code actions that the client runs its own way.
 See `nagent-run-code-action-command'.")
 

@@ -20,6 +20,7 @@
 (declare-function nagent-review "nagent-review" (&optional id))
 (declare-function nagent-review-show-inline "nagent-review" (id))
 (declare-function nagent--conversation-source "nagent-chat" ())
+(declare-function nagent--show-conversation "nagent-chat" (path))
 (defvar nagent-conversation-mode-map)
 (defvar nagent-profile-history nil "Minibuffer history of model profiles.")
 (defvar nagent-mention-history nil "Minibuffer history of mentioned files.")
@@ -482,6 +483,11 @@ Returns the command's result plist, or the job of a long run."
           ("nagent.recipe.run"
            (nagent-run-recipe (plist-get argument :recipe) (plist-get argument :request) beg end))
           ("nagent.instruction.apply" (nagent--apply-instruction argument))
+          ;; "nagent: open tests/test_calc.py's conversation" (a history check's action).
+          ("nagent.conversation.open"
+           (let ((res (nagent-command command argument "opening conversation")))
+             (when (plist-get res :path) (nagent--show-conversation (plist-get res :path)))
+             res))
           ((or "nagent.review.apply" "nagent.review.discard")
            (nagent--review-code-action command argument))
           ;; A server that wrapped a command anyway (it did not see the capability).

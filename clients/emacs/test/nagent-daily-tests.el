@@ -551,6 +551,36 @@ review shows the change set's coupling and each hunk's warnings (no server neede
         (should (string-match-p "b\\.py" (plist-get hint :message)))
         (should (string-match-p (regexp-quote (plist-get hint :message)) (nagent-test--answer-text)))))))
 
+(ert-deftest nagent-coupling-code-action-opens-partner-conversation ()
+  "The history check's code action \"nagent: open b.py's conversation\" runs in
+Emacs: the partner's conversation opens (eglot 1.9 shows no window/showDocument)."
+  (nagent-test-with-file (:replies (lambda (target)
+                                     (list (nagent-test-write-reply target nagent-test-a-retries)
+                                           (nagent-test-response-reply "ok")))
+                          :settings (list :history (list :summarize :json-false
+                                                         :couplingMinRate 0.1 :couplingMinCommits 1)))
+    (nagent-test-require-command "nagent.edit")
+    (let* ((res (nagent-wait (nagent-edit "add retries")))
+           (mine (nagent--get res :conversation :path))
+           (title "nagent: open b.py's conversation"))
+      (unless (plist-member res :coupling)
+        (nagent-test-waiting "`coupling' in nagent.edit results (issue 26)"))
+      (goto-char (point-min))
+      (should (nagent-test-wait-for
+               (lambda () (nagent-test--action (nagent-test--code-actions (point-min) (line-end-position))
+                                               title))
+               15))
+      (save-window-excursion
+        (nagent-test--pick-code-action title (point-min) (line-end-position))
+        (should (nagent-test-wait-for
+                 (lambda ()
+                   (cl-some (lambda (b)
+                              (with-current-buffer b
+                                (and (derived-mode-p 'nagent-conversation-mode)
+                                     (not (equal (file-truename buffer-file-name) (file-truename mine))))))
+                            (buffer-list)))
+                 15))))))
+
 (ert-deftest nagent-recent-fix-warning-in-review ()
   "A hunk over the lines of a recent fix carries its warning, in the review buffer
 and beside the hunk in the source buffer."

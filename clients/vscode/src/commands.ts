@@ -289,6 +289,7 @@ export class CommandHandlers {
     const fileName = file ? file.fsPath || file.toString() : '';
     const outside = result.outsideSelection ? outsideSelectionText(result.outsideLines, api.relativeName) : '';
     if (outside) this.nc.log.warn(outside);
+    streamKey ??= file ? this.finishStream(file.toString()) : undefined;
     const pid = proposalId(result.proposal);
     const created = result.applied ? (result.files ?? []).filter((f) => f.created) : [];
     const warnings = runWarnings(result, api.relativeName);
@@ -442,12 +443,21 @@ export class CommandHandlers {
     if (!trailingRequest(ed.document.getText())) {
       throw new UserFacing('type a request at the end of the conversation, then press Ctrl+Enter');
     }
-    const result = await this.nc.working(`sending from ${path.basename(conv.fsPath)}`, () =>
-      this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.conversationSend, { uri: conv.toString() })),
-    );
-    const source = result.files?.[0]?.uri;
-    const target = source ? api.Uri.parse(source) : undefined;
-    await this.presentEdit(result, target, result.request, undefined, 'Chat', this.finishStream(target?.toString() ?? ''));
+    // the conversation's source file: the run's target (its answer streams under that uri)
+    const list = await this.nc.request<ConversationListResult>(ServerCommands.conversationList, {}).catch(() => ({ files: [] }) as ConversationListResult);
+    const entry = (list.files ?? []).find((f) => path.resolve(f.conversation) === path.resolve(conv.fsPath));
+    let target = entry ? (/^[a-z][\w+.-]*:/i.test(entry.path) && !path.isAbsolute(entry.path) ? api.Uri.parse(entry.path) : api.Uri.file(entry.path)) : undefined;
+    let result: EditResult;
+    try {
+      result = await this.nc.working(`sending from ${path.basename(conv.fsPath)}`, () =>
+        this.conversations.withSync(() => this.nc.request<EditResult>(ServerCommands.conversationSend, { uri: conv.toString() })),
+      );
+    } catch (e) {
+      if (target && this.finishStream(target.toString())) void this.showAnswers(true);
+      throw e;
+    }
+    if (!target && result.files?.[0]?.uri) target = api.Uri.parse(result.files[0].uri);
+    await this.presentEdit(result, target, result.request, undefined, 'Chat');
     return result;
   }
 

@@ -6,7 +6,7 @@
 import type { StreamParams } from './protocol';
 
 export interface LiveAnswer {
-  /** The Answers entry this stream updates: `stream:<uri>` (the run's target file). */
+  /** The Answers entry this reply updates: `stream:<uri>#<n>`, new for every reply that starts afresh. */
   key: string;
   uri: string;
   token: string | number | null;
@@ -16,22 +16,21 @@ export interface LiveAnswer {
 }
 
 export class StreamAnswers {
+  /** The reply being streamed per target file (uri). */
   private readonly live = new Map<string, LiveAnswer>();
-
-  static keyOf(uri: string): string {
-    return `stream:${uri}`;
-  }
+  private seq = 0;
 
   /** Apply one notification; returns the run's answer so far (undefined for malformed params). */
   apply(p: StreamParams): LiveAnswer | undefined {
     if (!p || typeof p.uri !== 'string' || typeof p.delta !== 'string') return undefined;
-    const key = StreamAnswers.keyOf(p.uri);
-    let a = this.live.get(key);
+    let a = this.live.get(p.uri);
     const turn = typeof p.turn === 'number' ? p.turn : 0;
     if (!a || a.turn !== turn || (a.done && p.delta !== '')) {
-      // a new reply (or a new run on the same file after the last one ended): start fresh
+      // a new reply of the same run (retry, correction, next turn) replaces the text in the run's entry;
+      // the first reply after take() (a new run) gets an entry of its own
+      const key = a ? a.key : `stream:${p.uri}#${++this.seq}`;
       a = { key, uri: p.uri, token: p.token ?? null, turn, text: '', done: false };
-      this.live.set(key, a);
+      this.live.set(p.uri, a);
     }
     a.text += p.delta;
     if (p.done) a.done = true;
@@ -39,12 +38,13 @@ export class StreamAnswers {
   }
 
   get(uri: string): LiveAnswer | undefined {
-    return this.live.get(StreamAnswers.keyOf(uri));
+    return this.live.get(uri);
   }
 
-  /** The run ended (its result arrived): forget its stream, return its key if it streamed. */
+  /** The run on `uri` ended (its result arrived): forget its stream, return its entry's key if it streamed. */
   take(uri: string): string | undefined {
-    const key = StreamAnswers.keyOf(uri);
-    return this.live.delete(key) ? key : undefined;
+    const a = this.live.get(uri);
+    this.live.delete(uri);
+    return a?.key;
   }
 }

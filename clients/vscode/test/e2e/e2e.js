@@ -916,6 +916,13 @@ async function runSteps() {
     const lines = later.activeDocument.text.split('\n').length - 1;
     assert(later.activeDocument.fsPath === ctx.conversation, 'the conversation lost the focus', later.activeDocument.fsPath);
     assert(later.activeEditor.visibleRanges.some((r) => r[0] <= lines && lines <= r[1]), `the end (line ${lines}) is not in view after the run`, later.activeEditor);
+    // the streamed answer and the result are one Answers entry, named after the conversation's file
+    const answers = readReport().slice(ctx.reportIndex).filter((r) => r.event === 'panel' && r.result.key === 'answers').pop();
+    if (answers) {
+      const entries = answers.result.markdown.split('\n---\n');
+      assert(entries[0].includes('Noted KEEP-WELCOME-42') && entries[0].includes('app.py'), 'the chat answer is not the first entry, named app.py', entries[0]);
+      assert(!(entries[1] || '').includes('Noted KEEP-WELCOME-42'), 'the chat answer is listed twice (stream + result)', entries.slice(0, 2));
+    }
     await shot('conversation-after-send');
     await shot('chat');
   }, { needs: ['nagent.conversation.list', 'nagent.edit'] });

@@ -125,6 +125,39 @@ and `nagent-edit' is refused before a request is typed."
         (should (eq (lookup-key nagent-conversation-mode-map (kbd "C-c C-c"))
                     #'nagent-conversation-send))))))
 
+;;;; Defect 4: eglot alone (no nagent plugin) is not frozen by a code action
+
+(declare-function nagent-test--pick-code-action "nagent-code-action-tests" (title beg end))
+(declare-function nagent-test--delayed "nagent-ui-tests" (seconds entry))
+(defvar eglot-workspace-configuration)
+
+(when (eq nagent-test-backend 'eglot)
+  (ert-deftest nagent-eglot-alone-code-action-answers-at-once ()
+    "With plain eglot (no nagent plugin class), \"nagent: apply this instruction\"
+returns before the model has answered -- eglot runs executeCommand synchronously --
+and the edit arrives afterwards through workspace/applyEdit."
+    (nagent-test-with-file (:replies (lambda (target)
+                                       (list (nagent-test--delayed
+                                              4 (nagent-test-write-reply target nagent-test-a-retries))
+                                             (nagent-test-response-reply "Added retries."))))
+      (nagent-test-shutdown)
+      (should-not (nagent--connection))
+      (let ((eglot-workspace-configuration (list (cons :nagent (nagent--settings-json))))
+            (eglot-server-programs (list (cons 'python-mode nagent-test-server-command))))
+        (apply #'eglot (eglot--guess-contact))
+        (should (eq (eieio-object-class (eglot-current-server)) 'eglot-lsp-server))
+        (should (nagent-test-wait-for (lambda () (equal (plist-get (nagent-status) :model) "fake-model")) 20))
+        (goto-char (point-min))
+        (insert "# nagent: add a retries parameter to fetch\n")
+        (let ((returned nil))
+          (nagent-test--pick-code-action "nagent: apply this instruction (add a retries parameter to fetch)"
+                                        (point-min) (point-min))
+          (setq returned (buffer-string))
+          ;; The call came back while the model was still being asked.
+          (should (string-prefix-p "# nagent: add a retries parameter" returned))
+          (should-not (string-match-p "retries=3" returned)))
+        (should (nagent-test-wait-for (lambda () (equal (buffer-string) nagent-test-a-retries)) 40))))))
+
 ;;;; `nagent-settings-changed' from a buffer visiting no file
 
 (ert-deftest nagent-settings-changed-from-any-buffer ()

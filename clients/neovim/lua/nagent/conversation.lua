@@ -14,6 +14,8 @@ local function real(path)
 end
 
 --- Is `path` a conversation file (not the index, not a folder)?
+---@param path any
+---@return boolean
 function M.is_conversation(path)
   return type(path) == "string" and path:match("/%.nagent/conversations/[^/]+$") ~= nil
     and not path:match("%.json$") and not path:match("%.tmp$")
@@ -209,6 +211,8 @@ end
 
 --- After a run that appended to `path`: reload its buffer if the user did not type in it during the run (the
 --- server read the unsaved text at the start, so the file on disk has it plus the new turns).
+---@param path string the conversation file
+---@param snapshot? table<integer, integer> M.snapshot() taken when the run started
 function M.sync(path, snapshot)
   if type(path) ~= "string" or path == "" then
     return
@@ -253,6 +257,8 @@ function M.remember(conversation_path, target_path)
 end
 
 --- The file a conversation belongs to: from results seen, else the conversations' file-index.json.
+---@param conversation_path string
+---@return string? path of the file the conversation is about
 function M.target_of(conversation_path)
   local key = real(conversation_path)
   if M.targets[key] then

@@ -679,6 +679,9 @@ end
 ---@return string[] the created files' paths
 function M.open_created(res, bufnr)
   local created = {}
+  if res.applied ~= true then -- a proposal's new files do not exist until it is accepted
+    return created
+  end
   for _, f in ipairs(type(res.files) == "table" and res.files or {}) do
     if type(f) == "table" and f.created == true and type(f.uri) == "string" then
       table.insert(created, vim.uri_to_fname(f.uri))

@@ -262,6 +262,9 @@ function M.decide(accept, callback)
     ui().say(string.format("hunk %s %s%s", tostring(h.id), accept and "accepted" or "rejected",
       #conflicts > 0 and (" (in conflict: " .. table.concat(conflicts, ", ") .. ")") or ""),
       #conflicts > 0 and vim.log.levels.WARN or nil)
+    if accept and type(res) == "table" then
+      pcall(nagent().open_created, res, bufnr)
+    end
     refresh(h.proposal, bufnr, function()
       if callback then
         callback(nil, res)

@@ -298,6 +298,9 @@ local function submit(buf, state, callback)
     end
     ui().say(msg, #conflicts > 0 and vim.log.levels.WARN or nil)
     require("nagent.inline").clear(id)
+    if type(res) == "table" and state.origin and vim.api.nvim_buf_is_valid(state.origin) then
+      pcall(nagent().open_created, res, state.origin) -- files the accepted hunks created: named and opened
+    end
     close(buf)
     if callback then
       callback(err, res)
@@ -384,6 +387,9 @@ local function goto_source(buf)
 end
 
 --- Show proposal `p` (the nagent.review.show result) in the review split; returns the buffer.
+---@param p table {id, request, files[{uri, path, created, hunks[{id, range, oldText, newText, applies, warnings?}]}], coupling?}
+---@param opts? {answer: string?, bufnr: integer?, conversation: string?}
+---@return integer bufnr
 function M.show(p, opts)
   opts = opts or {}
   local name = "nagent://review/" .. tostring(p.id)

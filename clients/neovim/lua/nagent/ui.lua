@@ -21,6 +21,9 @@ local function room()
 end
 
 --- One line that fits: the first line of `text`, cut with "…" to `width` display cells.
+---@param text any
+---@param width? integer display cells (default: the message area's room)
+---@return string
 function M.one_line(text, width)
   width = width or room()
   local first, rest = tostring(text):match("^([^\n]*)\n?(.*)$")
@@ -126,6 +129,10 @@ end
 -- ------------------------------------------------------------------ scratch buffers and windows
 
 --- A named scratch buffer (created once, reused); `lines` replace its text.
+---@param name string e.g. "nagent://history"
+---@param lines? any[] the new text (nil: keep it)
+---@param filetype? string
+---@return integer bufnr
 function M.scratch(name, lines, filetype)
   local buf = vim.fn.bufnr(name)
   if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
@@ -148,6 +155,9 @@ function M.scratch(name, lines, filetype)
 end
 
 --- Show `buf` in a window at the bottom (reusing one that shows it); returns the window.
+---@param buf integer
+---@param height? integer
+---@return integer winid
 function M.split(buf, height)
   local win = vim.fn.bufwinid(buf)
   if win == -1 then
@@ -169,6 +179,10 @@ end
 
 --- The answer float (top right of the editor); closes on `q`/<Esc> inside it, or when the cursor moves or
 --- insert mode starts in another window. Returns the window.
+---@param lines any[] the text (server text with newlines is split)
+---@param title? string
+---@param filetype? string
+---@return integer winid
 function M.float(lines, title, filetype)
   M.close_float()
   lines = M.lines(lines)
@@ -249,6 +263,8 @@ local function human(n)
 end
 
 --- "1.2k in / 340 out · 2 turns · $0.0042" from a result's `tokens`.
+---@param tokens? table a result's `tokens` {input, output, turns?, cacheRead?, memory?, cost? (USD)}
+---@return string
 function M.tokens_text(tokens)
   tokens = type(tokens) == "table" and tokens or {}
   local parts = { string.format("%s in / %s out", human(tokens.input), human(tokens.output)) }
@@ -372,6 +388,16 @@ function M.show_live(title, text)
   end
 end
 
+---@class nagent.AnswerEntry
+---@field title string
+---@field status? string
+---@field tokens? table
+---@field text? string the answer
+---@field warning? string
+---@field notes? string[] the history's checks and mention problems
+
+---@param entry nagent.AnswerEntry
+---@return integer? winid
 function M.show_answer(entry)
   local body = vim.split(tostring(entry.text or ""), "\n", { plain = true })
   while #body > 0 and vim.trim(body[#body]) == "" do

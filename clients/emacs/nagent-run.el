@@ -284,6 +284,19 @@ Returns the file."
       (user-error "nagent: could not connect to nagent-lsp"))
     file))
 
+(defun nagent--check-before-typing ()
+  "Refuse what the server would refuse anyway, before a request is typed.
+The buffer must be editable (`nagent--check-edit-target') and a model
+configured (`nagent.status')."
+  (let ((file (nagent--check-edit-target))
+        (status (ignore-errors (nagent-command "nagent.status" (make-hash-table) "status"))))
+    (when (and status (plist-member status :modelConfigured)
+               (not (nagent--true-p (plist-get status :modelConfigured))))
+      (user-error "nagent: no model configured: set the API key's variable (%s), or baseUrl \
+for a local OpenAI-compatible server, in `nagent-settings'"
+                  (or (plist-get status :apiKeyEnv) "OPENAI_API_KEY")))
+    file))
+
 (defun nagent--request-kept (label request)
   "An else-handler for the run LABEL of REQUEST: says the request is kept."
   (lambda (err)
@@ -308,7 +321,7 @@ arrives as an ordinary change, the answer goes to the *nagent* buffer,
 and a change awaiting review opens in `nagent-review'."
   (interactive
    (progn
-     (nagent--check-edit-target)
+     (nagent--check-before-typing)
      (let* ((picked (cond ((equal current-prefix-arg '(16))
                            (let ((profile (nagent-read-profile)))
                              (cons (nagent-read-agent) profile)))
@@ -373,7 +386,7 @@ job; the outputs and the answer go to the *nagent* buffer, a changed
 `fileText' arrives as an edit (or a proposal to review)."
   (interactive
    (progn
-     (nagent--check-edit-target)
+     (nagent--check-before-typing)
      (let* ((recipes (nagent-recipes))
             (recipe (nagent--choose "nagent recipe: " recipes 'nagent-recipe-history))
             (entry (cl-find recipe recipes :key (lambda (r) (plist-get r :name)) :test #'equal))

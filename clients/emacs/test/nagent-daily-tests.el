@@ -233,6 +233,17 @@ and the edit arrives afterwards through workspace/applyEdit."
       (should (equal (nagent--get (nagent-wait job) :outputs :summary) "Because."))
       (should (string-match-p "WHY-MARKER" (json-encode (nagent-test-fake-requests fake)))))))
 
+(ert-deftest nagent-refusal-comes-before-typing ()
+  "With no model configured, `nagent-edit' says so before the request is typed."
+  (nagent-test-with-file (:settings (list :apiKeyEnv "NAGENT_TEST_NO_SUCH_KEY"))
+    (nagent-test-require-command "nagent.edit")
+    (should-not (nagent--true-p (plist-get (nagent-status) :modelConfigured)))
+    (let ((typed nil))
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) (setq typed t) "x")))
+        (let ((err (should-error (call-interactively #'nagent-edit) :type 'user-error)))
+          (should (string-match-p "no model configured.*NAGENT_TEST_NO_SUCH_KEY" (error-message-string err)))))
+      (should-not typed))))
+
 (ert-deftest nagent-refused-request-is-kept ()
   "A refused run keeps the typed request in the history, and says so."
   (nagent-test-with-file ()

@@ -78,6 +78,9 @@ class HistorySettings:
     maxChangesetFiles: Annotated[int, Between(1, 100_000)] = 50
     summarize: bool = True
     shareSummaries: Literal["off", "notes"] = "off"  # DESIGN §11: "notes" shares commit summaries via git notes
+    # Issue 25: commit diffs go to the summary model only with the user's consent, asked once per repository
+    # (remembered in ~/.nagent); a loopback endpoint needs none. "always"/"never" decide without asking.
+    summaryConsent: Literal["ask", "always", "never"] = "ask"
     # Issue 26: completeness hints ("usually changes with X; not touched") and recent-fix warnings on a change set.
     # minRate is the predictor's estimated chance (history.coupling); 0.45/2 from benchmarks/coupling.py on git/git.
     coupling: bool = True
@@ -236,6 +239,7 @@ NARROW_ONLY: dict[str, tuple[Any, ...]] = {
     "confirmEdits": (True, False),  # it may ask for review, never turn the user's review off
     "history.summarize": (False, True),  # summaries are model calls: the user's money
     "history.shareSummaries": ("off", "notes"),  # sharing pushes to the team's remote: the user's consent
+    "history.summaryConsent": ("never", "ask", "always"),  # whose diffs leave the machine: the user's consent
     # the team's rules files cost tokens on every request: a repository may drop a convention, not add one back
     "rulesFiles.agentsMd": (False, True),
     "rulesFiles.claudeMd": (False, True),

@@ -232,6 +232,24 @@ class LspPort:
         title = getattr(result, "title", None)
         return title if title in choices else None
 
+    def ask_blocking(self, message: str, choices: list[str]) -> str | None:
+        """`ask` from a worker thread (the consent question of background commit summaries, issue 25): the question
+        goes out on the event loop, the thread waits for the answer (None: no answer, no loop, or on the loop)."""
+        loop = self.server.loop
+        if loop is None or loop.is_closed():
+            return None
+        try:
+            if asyncio.get_running_loop() is loop:
+                return None  # waiting here would block the very loop that carries the answer
+        except RuntimeError:
+            pass  # a worker thread: no running loop, as expected
+        future = asyncio.run_coroutine_threadsafe(self.ask(message, choices), loop)
+        try:
+            return future.result(ASK_TIMEOUT + SHOW_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - no answer is an answer: nothing is sent
+            log.info("consent question failed: %s", exc)
+            return None
+
     async def show_document(self, path: Path) -> bool:
         if not caps.can_show_document(self.server.client_capabilities):
             return False

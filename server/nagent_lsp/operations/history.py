@@ -139,7 +139,12 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
     if rel is None:
         return None
     service = session.history_service(root, session.state_dir(path, "cache"))
-    service.use_summarizer((session.settings, session.environ), lambda: _summarizer_for(session, service.stopping))
+    from nagent_lsp.operations.summary_consent import consent_of, gated  # issue 25: diffs leave only with consent
+
+    service.use_summarizer(
+        (session.settings, session.environ, consent_of(session).token(root)),
+        lambda: gated(session, root, _summarizer_for(session, service.stopping)),
+    )
     service.share_summaries(session.settings.history.shareSummaries == "notes")
     service.prepare(background)
     from nagent_lsp.operations.attribution import watch  # issue 27: authorship logs for new commits

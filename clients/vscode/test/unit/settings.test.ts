@@ -36,6 +36,7 @@ const SERVER_DEFAULTS: Record<string, unknown> = {
   'history.maxChangesetFiles': 50,
   'history.summarize': true,
   'history.shareSummaries': 'off',
+  'history.summaryConsent': 'ask',
   'history.coupling': true,
   'history.couplingMinRate': 0.45,
   'history.couplingMinCommits': 2,

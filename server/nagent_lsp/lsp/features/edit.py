@@ -23,3 +23,8 @@ def register(server: NagentServer) -> None:
         return await edit(ls.session, LspPort(ls), args)
 
     register_command(server, "nagent.edit", EditArgs, run)
+
+    # Issue 25: background commit summaries ask the user before diffs leave the machine, through this client.
+    from nagent_lsp.operations.summary_consent import set_asker
+
+    set_asker(server.session, lambda message, choices: LspPort(server).ask_blocking(message, choices))

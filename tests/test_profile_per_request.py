@@ -84,3 +84,29 @@ async def test_profile_on_instruction_and_recipe(workspace, editors, fake_model)
     assert ran["applied"] is True and re.search(r"· \$\d+\.\d{4}$", ran["message"]), ran["message"]
     assert "$" in applied["message"]
     assert isinstance(error, JsonRpcInvalidParams) and "unknown model profile 'x'" in error.message
+
+
+def test_profile_from_the_cli(workspace, isolated_home, fake_model, model_env) -> None:
+    """`nagent-lsp edit FILE "request" --profile NAME`: the same per-request profile, and the same refusal."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    target = repo(workspace)
+    config = isolated_home / ".nagent" / "config.json"
+    config.write_text(json.dumps({**PROFILES, "history": {"summarize": False}}), encoding="utf-8")
+    fake_model.script(text(write(target, CHANGED)), text("<nagent-response>swapped</nagent-response>"))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NAGENT_"))}, **model_env}
+    env["HOME"] = str(isolated_home)
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "nagent_lsp", "edit", "calc.py", *argv]
+        return subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=300)
+
+    ran = cli("swap", "--profile", "strong")
+    assert ran.returncode == 0, ran.stderr
+    assert target.read_text() == CHANGED
+    assert [request.body["model"] for request in fake_model.chat_requests] == ["strong-model"] * 2
+    refused = cli("swap", "--profile", "nope")
+    assert refused.returncode != 0 and "unknown model profile 'nope'" in refused.stderr, refused.stderr

@@ -57,6 +57,7 @@ def _edit_args(parser: argparse.ArgumentParser) -> None:
         help="show the change as a proposal and ask per hunk (y/n/a/q); without a terminal it stays pending",
     )
     parser.add_argument("--agent", default=None, help="the agent to run as (see `nagent-lsp agents`)")
+    parser.add_argument("--profile", default=None, help="a model profile (setting models) for this request only")
     parser.add_argument("--json", action="store_true", help="print the nagent.edit result as JSON")
 
 

@@ -21,7 +21,13 @@ def run_edit(args: argparse.Namespace) -> int:
         result = await edit(
             session,
             port,
-            EditArgs(uri=path.as_uri(), request=args.request, preview=bool(args.review), agent=args.agent),
+            EditArgs(
+                uri=path.as_uri(),
+                request=args.request,
+                preview=bool(args.review),
+                agent=args.agent,
+                profile=getattr(args, "profile", None),
+            ),
         )
         if args.json:
             print_json(result)

@@ -111,6 +111,12 @@ async def test_hint_for_an_untouched_partner(profile, workspace, editors, fake_m
         )
         command, arguments = by_title["nagent: open tests/test_calc.py's conversation"]
         assert command == "nagent.conversation.open" and arguments == [{"uri": hint["partnerUri"]}]
+        # The include action runs: the partner is read in as a mention, the run touches it, no hint is left.
+        fake_model.script(text(write("tests/test_calc.py", TEST + "# sub\n")), DONE)
+        again = await editor.command("nagent.edit", *by_title["nagent: include tests/test_calc.py"][1])
+        assert again["mentions"] == [{"path": "tests/test_calc.py", "included": True}], again
+        assert "coupling" not in again
+        await published(editor, uri, lambda ds: not any(d.code == "nagent.coupling" for d in ds))
 
 
 @pytest.mark.parametrize("profile", ["vscode", "eglot", "neovim"])

@@ -331,3 +331,50 @@ def service_evidence(
         partners = {p for ev in found for others in ev.commits for p in others}
         alive = frozenset(p for p in partners if not dead(index, p, view))
     return found, alive
+
+
+def changed_since_head(
+    service: HistoryService,
+    paths: Sequence[bytes],
+    max_bytes: int,
+    buffer: Callable[[bytes], bytes | None] = lambda _p: None,
+) -> set[bytes]:
+    """Which of `paths` (repository-relative) differ in the work tree from HEAD: a partner the user or an earlier
+    run already changed is part of the change being made, so it gets no hint. One `git ls-tree` for all of them;
+    the work tree's side (the editor's buffer when `buffer(path)` gives one, else the disk) is hashed here (git's
+    blob id), no other process. A file too big to read counts as unchanged; a file HEAD lacks, as changed."""
+    import hashlib
+    import os
+
+    from nagent_lsp.history.encoding import git_arg
+    from nagent_lsp.history.git import GitError
+
+    if not paths:
+        return set()
+    try:
+        out = service.git.run(["ls-tree", "-z", "HEAD", "--", *(git_arg(p) for p in paths)])
+    except GitError:
+        return set()
+    blobs: dict[bytes, str] = {}
+    for entry in out.split(b"\0"):
+        meta, tab, name = entry.partition(b"\t")
+        fields = meta.split()
+        if tab and len(fields) == 3 and fields[1] == b"blob":
+            blobs[name] = fields[2].decode("ascii", "replace")
+    changed: set[bytes] = set()
+    root = os.fsencode(service.root)
+    for p in paths:
+        full = os.path.join(root, p)
+        data = buffer(p)
+        try:
+            if data is None and os.path.getsize(full) <= max_bytes:
+                with open(full, "rb") as f:
+                    data = f.read(max_bytes + 1)
+        except OSError:
+            continue
+        if data is None:
+            continue
+        sha = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+        if blobs.get(p) != sha:
+            changed.add(p)
+    return changed

@@ -13,18 +13,19 @@ Hints never change anything: they are shown (results, Hint diagnostics, the CLI)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 from attrs import AttrsInstance
 
-from nagent_lsp.core.ports import FileChange
-from nagent_lsp.history.coupling import Hint, predict, service_evidence
+from nagent_lsp.core.ports import EditorPort, FileChange
+from nagent_lsp.history.coupling import Hint, changed_since_head, predict, service_evidence
 from nagent_lsp.history.service import HistoryService
 from nagent_lsp.operations.history import service_for
 from nagent_lsp.operations.session import Session
@@ -41,6 +42,8 @@ FIX = re.compile(
 )
 READY_WAIT = 3.0  # a run's result waits at most this long for the history index (then: no hints)
 BLAME_WAIT = 2.0  # a run's result waits at most this long per file for a small file's blame (once per file)
+BUFFER_WAIT = 5.0  # seconds for the event loop to hand over an open buffer's text
+HINTS = 3  # hints per change set at most: false ones are what makes people ignore them
 MAX_LINES = 400  # lines blamed per hunk (a hunk over a whole file is checked on its first lines)
 
 
@@ -93,9 +96,11 @@ def _message(hint: Hint[bytes], changed: str, others: int) -> str:
     )
 
 
-def coupling_hints(session: Session, files: Sequence[tuple[Path, str, int]]) -> list[CouplingHint]:
+def coupling_hints(
+    session: Session, files: Sequence[tuple[Path, str, int]], buffer: Callable[[Path], str | None] | None = None
+) -> list[CouplingHint]:
     """Hints for a change set touching `files` ((path, uri, first changed line) each; the first names the
-    repository)."""
+    repository). `buffer(path)`: the editor's text of an open file (a partner changed there is not hinted)."""
     hs = session.settings.history
     if not hs.coupling or not files:
         return []
@@ -120,14 +125,23 @@ def coupling_hints(session: Session, files: Sequence[tuple[Path, str, int]]) -> 
         return []
     evidence, alive = gathered
     touched = [r.encode("utf-8", "surrogateescape") for r in rels]
-    hints = predict(
+    ranked = predict(
         touched,
         evidence,
         min_rate=hs.couplingMinRate,
         min_commits=hs.couplingMinCommits,
+        limit=2 * HINTS,
         name=lambda p: p.decode("utf-8", "replace"),
         exists=lambda p: p in alive and (root / p.decode("utf-8", "surrogateescape")).exists(),
     )
+
+    # a partner already changed in the work tree (by you, or an earlier run) is part of the change being made
+    def buffered(partner: bytes) -> bytes | None:
+        text = buffer(root / partner.decode("utf-8", "surrogateescape")) if buffer is not None else None
+        return text.encode("utf-8") if text is not None else None
+
+    edited = changed_since_head(service, [h.partner for h in ranked], session.settings.maxFileBytes, buffered)
+    hints = [h for h in ranked if h.partner not in edited][:HINTS]
     out = []
     for h in hints:
         changed = h.path.decode("utf-8", "replace")
@@ -186,21 +200,35 @@ def fix_warnings(session: Session, path: Path, base_text: str, start: int, end: 
     return list(seen.values())
 
 
-def history_checks(
-    session: Session, changes: Sequence[FileChange]
+async def history_checks(
+    session: Session, port: EditorPort, changes: Sequence[FileChange]
 ) -> tuple[list[CouplingHint] | None, list[HistoryWarning] | None]:
-    """`coupling` and `historyWarnings` of a run's change set (None when there is nothing to say)."""
+    """`coupling` and `historyWarnings` of a run's change set (None when there is nothing to say). The work runs in
+    a thread; the editor's buffers are read on the event loop."""
     if not changes or not session.settings.history.coupling:
         return None, None
+    loop = asyncio.get_running_loop()
+
+    async def read(path: Path) -> str | None:
+        found = port.read_buffer(path)
+        return found.text if found is not None else None
+
+    def buffer(path: Path) -> str | None:  # from the worker thread
+        return asyncio.run_coroutine_threadsafe(read(path), loop).result(BUFFER_WAIT)
+
+    return await asyncio.to_thread(_checks, session, changes, buffer)
+
+
+def _checks(
+    session: Session, changes: Sequence[FileChange], buffer: Callable[[Path], str | None]
+) -> tuple[list[CouplingHint] | None, list[HistoryWarning] | None]:
     try:
         from nagent_lsp.text.merge import line_hunks
 
         firsts = [next(iter(line_hunks(c.base_text, c.new_text)), None) for c in changes]
-        hints = coupling_hints(
-            session, [(c.path, c.uri, h.start if h else 0) for c, h in zip(changes, firsts, strict=True)]
-        )
+        files = [(c.path, c.uri, h.start if h else 0) for c, h in zip(changes, firsts, strict=True)]
+        hints = coupling_hints(session, files, buffer)
         warnings: list[HistoryWarning] = []
-
         for change in changes:
             if change.created:
                 continue

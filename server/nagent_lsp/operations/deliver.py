@@ -9,7 +9,6 @@ itself later, DESIGN §12); else it is applied as one change (`operations/apply.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
@@ -135,7 +134,7 @@ async def deliver_or_propose(
     if must:
         preview = True
     # issue 26: what history says of the change set, judged before it is applied (blame is of the base text)
-    hints, warnings = await asyncio.to_thread(history_checks, session, changes)
+    hints, warnings = await history_checks(session, port, changes)
     delivery = await _deliver(
         session, port, state_root, changes, target, request, convo, conversation, progress, preview, must
     )

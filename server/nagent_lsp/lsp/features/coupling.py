@@ -121,10 +121,17 @@ def collect(server: NagentServer, name: str, argument: object, result: dict[str,
             for message in hunk.get("warnings") or []:
                 line = int(hunk["range"]["start"]["line"])
                 fresh.setdefault(str(file["uri"]), []).append(Mark(line, FIX_CODE, str(message)))
-    touched = set(fresh) | {f["uri"] for f in _dicts(result.get("files")) if isinstance(f.get("uri"), str)}
+    changed = {f["uri"] for f in _dicts(result.get("files")) if isinstance(f.get("uri"), str)}
     store = marks_of(server)
+    touched = set(fresh) | changed
+    for uri, marks in list(store.by_uri.items()):  # a hint whose partner this run changed is answered
+        kept = [m for m in marks if m.partner_uri not in changed]
+        if len(kept) != len(marks):
+            store.by_uri[uri] = kept
+            touched.add(uri)
     for uri in touched:
-        store.by_uri[uri] = fresh.get(uri, [])
+        if uri in fresh or uri in changed:
+            store.by_uri[uri] = fresh.get(uri, [])
         server.in_background(asyncio.ensure_future(_publish(server, uri)))
 
 

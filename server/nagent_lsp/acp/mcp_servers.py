@@ -8,24 +8,11 @@ seam for the MCP tools (`<nagent-tool>`), whoever wires them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
-import attrs
-
+from nagent_lsp.agent.mcp_tools import McpServer
 from nagent_lsp.core.errors import InvalidArgument
 
-
-@attrs.frozen
-class McpServer:
-    """One MCP server: `stdio` runs `command args` with `env` added; `http`/`sse` name a `url` with `headers`."""
-
-    name: str
-    kind: Literal["stdio", "http", "sse"]
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    url: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
+__all__ = ["McpServer", "forget", "from_acp", "mcp_servers_for", "register"]
 
 
 _REGISTRY: dict[str, tuple[McpServer, ...]] = {}

@@ -1,0 +1,222 @@
+"""MCP tools for a run (issue 24): the stdio MCP servers a client (ACP `mcpServers`) or the user's config names,
+connected with the official `mcp` SDK; their tools listed for the initial context; a call by `SERVER/TOOL` with a
+JSON object of arguments, under the `tools` permission, answered as a bounded `<nagent-tool-result>`.
+
+Not wired into the loop yet: the `<nagent-tool name="SERVER/TOOL">{json}</nagent-tool>` tag belongs to tags/ and
+agent/tools.py. What the loop needs is here: `McpTools.open(servers)` (an async context manager), `describe()` for
+the initial context, `parse_call(name, body)` for the tag and `call(...)` for its result block.
+
+Permission (`ToolPolicy`): rules of name globs → allow / ask / deny, first match wins, else the default; the same
+trust rule as the shell's: rules a repository brings may only narrow (see `ToolPolicy.narrowed`). Under ask the
+port asks (Allow / Always / Deny; Always is remembered for the run's policy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import attrs
+
+from nagent_lsp.tags.transcript import render_block
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+log = logging.getLogger("nagent_lsp")
+
+Mode = Literal["allow", "ask", "deny"]
+MODES: tuple[Mode, ...] = ("allow", "ask", "deny")
+RESULT_LIMIT = 64 * 1024  # characters of a tool's result kept (the rest is cut, and the block says so)
+CALL_TIMEOUT = 120.0
+CONNECT_TIMEOUT = 30.0
+ALLOW, ALWAYS, DENY = "Allow", "Always", "Deny"
+
+
+@attrs.frozen
+class McpServer:
+    """One MCP server: `stdio` runs `command args` with `env` added; `http`/`sse` name a `url` with `headers` (kept
+    so the engine can say it does not connect them)."""
+
+    name: str
+    kind: Literal["stdio", "http", "sse"]
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class ToolInfo:
+    server: str
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.server}/{self.name}"
+
+
+class Asker(Protocol):
+    async def ask(self, message: str, choices: list[str]) -> str | None: ...
+
+
+@attrs.define
+class ToolPolicy:
+    """`tools` permission: (glob, mode) rules on "SERVER/TOOL", first match wins, else `default`."""
+
+    default: Mode = "ask"
+    rules: list[tuple[str, Mode]] = attrs.Factory(list)
+    always: set[str] = attrs.Factory(set)
+
+    def mode_of(self, name: str) -> Mode:
+        for glob, mode in self.rules:
+            if fnmatch.fnmatchcase(name, glob):
+                return mode
+        return self.default
+
+    def narrowed(self, repository: ToolPolicy) -> ToolPolicy:
+        """This (the user's) policy with a repository's rules: a repository may only make a tool stricter."""
+        order = {"allow": 0, "ask": 1, "deny": 2}
+
+        def stricter(a: Mode, b: Mode) -> Mode:
+            return a if order[a] >= order[b] else b
+
+        mine = self
+        rules = [(glob, stricter(mode, mine.mode_of(glob))) for glob, mode in repository.rules]
+        return ToolPolicy(stricter(mine.default, repository.default), rules + list(mine.rules), set(mine.always))
+
+    async def decide(self, name: str, port: Asker, arguments: str) -> tuple[bool, str]:
+        mode = self.mode_of(name)
+        if mode == "deny":
+            return False, f"the tool {name} is denied by the tools permission"
+        if mode == "allow" or name in self.always:
+            return True, "allowed"
+        answer = await port.ask(f"nagent wants to call the MCP tool {name} with:\n\n{arguments}", [ALLOW, ALWAYS, DENY])
+        if answer == ALWAYS:
+            self.always.add(name)
+            return True, "allowed (Always)"
+        if answer == ALLOW:
+            return True, "allowed once"
+        if answer == DENY:
+            return False, "the user denied this tool call"
+        return False, "tool not called: the user could not be asked or did not answer (tools permission is 'ask')"
+
+
+@attrs.frozen
+class ToolCall:
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.server}/{self.tool}"
+
+
+class ToolCallError(ValueError):
+    """A `<nagent-tool>` the server cannot run; the message is the result the model gets."""
+
+
+def parse_call(name: str | None, body: str) -> ToolCall:
+    """`<nagent-tool name="SERVER/TOOL">{json}</nagent-tool>` → a call, or `ToolCallError` saying what is wrong."""
+    server, _, tool = (name or "").partition("/")
+    if not server or not tool:
+        raise ToolCallError('name must be "SERVER/TOOL" (see the tools listed in the initial context)')
+    try:
+        arguments = json.loads(body) if body.strip() else {}
+    except ValueError as exc:
+        raise ToolCallError(f"the arguments of {name} are not JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise ToolCallError(f"the arguments of {name} must be a JSON object")
+    return ToolCall(server, tool, arguments)
+
+
+def bounded(text: str, limit: int = RESULT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters cut]"
+
+
+class McpTools:
+    """The connected servers of one run (or session) and their tools."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, ClientSession] = {}
+        self.tools: dict[str, ToolInfo] = {}
+        self.problems: list[str] = []
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, servers: Sequence[McpServer]) -> AsyncIterator[McpTools]:
+        """Connect every stdio server (one that fails is a problem, not a failure); closed on exit."""
+        tools = cls()
+        async with contextlib.AsyncExitStack() as stack:
+            for server in servers:
+                if server.kind != "stdio" or not server.command:
+                    tools.problems.append(f"MCP server {server.name}: only stdio servers are connected")
+                    continue
+                try:
+                    async with asyncio.timeout(CONNECT_TIMEOUT):  # in this task: the SDK's scopes must exit here
+                        await tools._connect(stack, server)
+                except Exception as exc:  # a broken server is reported; the run goes on without it
+                    log.warning("MCP server %s did not start: %s", server.name, exc)
+                    tools.problems.append(f"MCP server {server.name} did not start: {exc}")
+            yield tools
+
+    async def _connect(self, stack: contextlib.AsyncExitStack, server: McpServer) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        assert server.command is not None
+        params = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env) or None)
+        streams = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+        await session.initialize()
+        listed = await session.list_tools()
+        self.sessions[server.name] = session
+        for tool in listed.tools:
+            info = ToolInfo(server.name, tool.name, tool.description or "", dict(tool.input_schema or {}))
+            self.tools[info.full_name] = info
+
+    def describe(self) -> str:
+        """The tools as the initial context lists them (empty: no tool)."""
+        if not self.tools:
+            return ""
+        lines = ['MCP tools you may call with <nagent-tool name="SERVER/TOOL">{json arguments}</nagent-tool>:']
+        for info in self.tools.values():
+            schema = json.dumps(info.schema.get("properties", {}), separators=(",", ":"))
+            lines.append(f"- {info.full_name}: {info.description.strip()} arguments: {schema}")
+        return "\n".join(lines)
+
+    async def call(self, call: ToolCall, policy: ToolPolicy, port: Asker) -> str:
+        """The `<nagent-tool-result>` block of one call (a refusal or an error is its text)."""
+        name = call.full_name
+        if name not in self.tools:
+            return _result(name, f"no MCP tool {name}; the tools are: {', '.join(self.tools) or 'none'}", error=True)
+        allowed, why = await policy.decide(name, port, json.dumps(call.arguments, ensure_ascii=False))
+        if not allowed:
+            return _result(name, why, error=True)
+        try:
+            result = await asyncio.wait_for(
+                self.sessions[call.server].call_tool(call.tool, call.arguments), CALL_TIMEOUT
+            )
+        except TimeoutError:
+            return _result(name, f"the tool did not answer within {CALL_TIMEOUT:.0f} s", error=True)
+        except Exception as exc:  # the server's error is the model's to read, never the run's end
+            return _result(name, f"the tool failed: {exc}", error=True)
+        texts = [getattr(block, "text", None) or json.dumps(block.model_dump(mode="json")) for block in result.content]
+        return _result(name, bounded("\n".join(texts)), error=bool(result.is_error))
+
+
+def _result(name: str, text: str, error: bool = False) -> str:
+    attrs_: dict[str, object] = {"name": name}
+    if error:
+        attrs_["error"] = "true"
+    return render_block("nagent-tool-result", text, attrs_)

@@ -194,3 +194,17 @@ async def test_a_shell_command_under_ask_is_a_permission_request_of_kind_execute
     ]
     sent = json.dumps(fake_model.chat_requests[-1].messages)
     assert "the user denied this shell command" in sent
+
+
+async def test_the_answer_streams_as_agent_message_chunks(workspace, isolated_home, model_env, fake_model) -> None:
+    target = make_repo(workspace)
+    answer = "<nagent-response>first part, second part, third part</nagent-response>"
+    fake_model.script(
+        text(answer, chunks=["<nagent-response>first part,", " second part,", " third part</nagent-", "response>"])
+    )
+    async with acp_agent(workspace, isolated_home, model_env) as (conn, client, _):
+        await _one_run(conn, workspace, target, "explain")
+    chunks = [u.content.text for u in client.of_kind("agent_message_chunk")]
+    assert len(chunks) >= 2, chunks  # streamed, not one block at the end
+    assert "".join(chunks).strip() == "first part, second part, third part"  # once, without the tags
+    assert not [t for t in client.tool_calls() if t.title.startswith("turn ")]  # live figures are no steps

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
 log = logging.getLogger("nagent_lsp")
+_LIVE = re.compile(r"turn \d+ · ")
 
 ASK_TIMEOUT = 600.0  # a user may read a long diff before answering
 READ_TIMEOUT = 30.0
@@ -65,6 +67,7 @@ class AcpPort:
         self.progresses: list[Progress] = []
         self.cancel_requested = False  # session/cancel during this prompt: a run that starts now starts cancelled
         self.streamed = False  # whether the current prompt's answer went out as deltas
+        self._turn = -1
         self.written: list[Path] = []  # files written through fs/write_text_file
         self.last_applied: tuple[FileOutcome, ...] = ()  # what the last applied change set wrote (for the read-back)
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -233,6 +236,8 @@ class AcpPort:
         """A step of the run as a completed tool call (what the model was given, what ran)."""
         from acp.schema import ToolCallStart
 
+        if _LIVE.match(message):
+            return  # "turn 2 · 1,234 tokens · writing calc.py": live figures, not a step (usage_update has them)
         self.send(
             ToolCallStart(
                 session_update="tool_call",
@@ -250,9 +255,12 @@ class AcpPort:
         """Contract A: the answer as it arrives, as agent message chunks."""
         from acp import update_agent_message_text
 
-        if delta:
-            self.streamed = True
-            self.send(update_agent_message_text(delta))
+        if not delta:
+            return
+        if self.streamed and turn != self._turn:
+            delta = "\n\n" + delta  # another reply of the run (a retry, a correction): a new paragraph
+        self.streamed, self._turn = True, turn
+        self.send(update_agent_message_text(delta))
 
     def cancel_all(self) -> None:
         self.cancel_requested = True

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from acp import resource_link_block, text_block
+import pytest
+from acp import RequestError, resource_link_block, text_block
 
 from tests.acp_client import acp_agent
 from tests.harness.fake_openai import text
@@ -128,3 +129,19 @@ async def test_without_client_fs_the_engine_writes_and_fs_is_never_called(
     assert client.fs_calls == []
     assert target.read_text() == NEW_APP and (workspace / "test_app.py").read_text() == NEW_TEST
     assert (workspace / "pkg" / "new_mod.py").read_text() == NEW_MOD
+
+
+async def test_a_malformed_request_is_an_error_naming_the_field(workspace, isolated_home, model_env) -> None:
+    make_repo(workspace)
+    async with acp_agent(workspace, isolated_home, model_env) as (conn, _client, _):
+        with pytest.raises(RequestError) as relative:
+            await conn.new_session(cwd="relative/path", mcp_servers=[])
+        assert relative.value.data["field"] == "cwd" and "absolute" in relative.value.data["message"]
+        with pytest.raises(RequestError) as unknown:
+            await conn.set_config_option(config_id="colour", session_id="nope", value="red")
+        assert "nope" in json.dumps(unknown.value.data)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        with pytest.raises(RequestError) as option:
+            await conn.set_config_option(config_id="colour", session_id=session.session_id, value="red")
+        assert option.value.data["field"] == "configId"
+        assert (await conn.list_sessions(cwd=str(workspace))).sessions == []  # still answering

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from acp import resource_link_block, text_block
 
 from tests.acp_client import acp_agent, wait_for
 from tests.harness.fake_openai import text
+from tests.harness.lsp import server_env
 from tests.test_acp import APP, DONE, make_repo, prompt_for, snapshot, write
 
 TWO_HUNKS = APP.replace("return a + b", "return a + b  # sum").replace("return a - b", "return a - b  # difference")
@@ -103,9 +106,18 @@ async def test_cancel_while_asking_permission_applies_nothing(workspace, isolate
         client.hold.set()
         assert answer.stop_reason == "cancelled"
     assert snapshot(workspace) == before
-    # the proposal is still pending: `nagent-lsp review` can apply it later
+    # the proposal is still pending: `nagent-lsp review` lists it and can apply it later
     record = json.loads(next((workspace / ".nagent" / "proposals").glob("*/proposal.json")).read_text())
     assert record["status"] == "pending"
+    listed = subprocess.run(
+        [sys.executable, "-m", "nagent_lsp", "review", "list"],
+        cwd=workspace,
+        env=server_env(isolated_home, model_env),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [p["id"] for p in json.loads(listed.stdout)["proposals"]] == [record["id"]]
 
 
 async def test_usage_update_carries_the_cost_of_a_priced_profile(

@@ -25,8 +25,6 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   private readonly prepared = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly reloads = new Map<string, ReturnType<typeof setTimeout>>();
-  /** Line count of each conversation at its last change: where "the end" was before a reload. */
-  private readonly lineCounts = new Map<string, number>();
   /** Runs in flight (withSync): the server may append to a conversation meanwhile. */
   private running = 0;
 
@@ -47,31 +45,38 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
         }
         if (e && isConversationDocument(e.document) && !this.prepared.has(e.document.uri.toString())) void this.prepare(e);
       }),
-      api.onDidCloseTextDocument((d) => {
-        this.prepared.delete(d.uri.toString());
-        this.lineCounts.delete(d.uri.toString());
-      }),
-      // the server appended (the clean buffer was reloaded from disk): follow the end, fold the context again —
-      // but only while one of our runs is in flight or the user was already at the end. A user editing an
-      // earlier turn (autosave makes the buffer clean again) must keep the cursor where they type (issue 25 #3).
+      api.onDidCloseTextDocument((d) => this.prepared.delete(d.uri.toString())),
+      // the server appended (the buffer was reloaded from disk): follow the end, fold the context again — only
+      // while one of our runs is in flight, and only when the buffer now holds what is on disk. Anything else is
+      // the user typing (VS Code reports even the first keystroke with isDirty false), and moving the selection
+      // then puts the next characters somewhere else (issue 25 #3).
       api.onDidChangeTextDocument((e) => {
         if (!isConversationDocument(e.document) || e.contentChanges.length === 0) return;
+        if (!shouldFollowEnd({ dirty: e.document.isDirty, running: this.running > 0, matchesDisk: true })) return;
         const key = e.document.uri.toString();
-        const before = this.lineCounts.get(key) ?? e.document.lineCount;
-        this.lineCounts.set(key, e.document.lineCount);
-        const cursor = api.visibleEditors().find((ed) => ed.document === e.document)?.selection.active.line;
-        if (!shouldFollowEnd({ dirty: e.document.isDirty, running: this.running > 0, cursorLine: cursor, lineCountBefore: before })) return;
         clearTimeout(this.reloads.get(key));
         this.reloads.set(
           key,
           setTimeout(() => {
             this.reloads.delete(key);
-            for (const ed of api.visibleEditors()) if (ed.document === e.document) void this.prepare(ed);
+            void this.followIfReloaded(e.document);
           }, 150),
         );
       }),
     );
     for (const d of api.textDocuments()) void this.ensureLanguage(d);
+  }
+
+  /** A change during a run: go to the end only if the buffer is the file on disk (a reload, not typing). */
+  private async followIfReloaded(doc: vscode.TextDocument): Promise<void> {
+    let disk: string | undefined;
+    try {
+      disk = await fs.promises.readFile(doc.uri.fsPath, 'utf8');
+    } catch {
+      return;
+    }
+    if (!shouldFollowEnd({ dirty: doc.isDirty, running: this.running > 0, matchesDisk: disk === doc.getText() })) return;
+    for (const ed of api.visibleEditors()) if (ed.document === doc) await this.prepare(ed);
   }
 
   provideFoldingRanges(doc: vscode.TextDocument): vscode.FoldingRange[] {
@@ -127,7 +132,6 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
   /** Fold the initial context and go to the end (the editor must be the active one). */
   private async prepare(editor: vscode.TextEditor): Promise<void> {
     this.prepared.add(editor.document.uri.toString());
-    this.lineCounts.set(editor.document.uri.toString(), editor.document.lineCount);
     const fold = conversationFolds(editor.document.getText()).find((f) => f.tag === INITIAL_CONTEXT);
     if (fold && api.activeEditor() === editor) {
       try {

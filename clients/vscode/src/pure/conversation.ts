@@ -69,14 +69,13 @@ export function trailingRequest(text: string): { request: string; start: number 
 }
 
 /**
- * Whether a change of a conversation's buffer should move its editor to the end: only a reload from
- * disk (clean buffer) while a run may append to it, or when the cursor was on the last line already
- * (following the conversation). Never for the user's own edit of an earlier part (issue 25 #3).
+ * Whether a change of a conversation's buffer should move its editor to the end: only a reload from disk
+ * (the buffer holds the file's text, not dirty) while one of our runs may append to it. Never for the
+ * user's own typing — anywhere: moving the selection while they type sends the next characters to the
+ * end (issue 25 #3); after a run the editor is shown at its end anyway.
  */
-export function shouldFollowEnd(c: { dirty: boolean; running: boolean; cursorLine: number | undefined; lineCountBefore: number }): boolean {
-  if (c.dirty) return false;
-  if (c.running) return true;
-  return c.cursorLine !== undefined && c.cursorLine >= c.lineCountBefore - 1;
+export function shouldFollowEnd(c: { dirty: boolean; running: boolean; matchesDisk: boolean }): boolean {
+  return !c.dirty && c.running && c.matchesDisk;
 }
 
 /** `@path`, quoted when the path has spaces (`@"a b.py"`, contracts.md D). */

@@ -1121,6 +1121,11 @@ async function runSteps() {
     const text = fs.readFileSync(conv, 'utf8');
     assert(/<nagent-review-result/.test(text), 'no <nagent-review-result> in the conversation', text.slice(-2000));
     assert(text.slice(text.lastIndexOf('<nagent-review-result')).includes('UNITS = "mm"'), 'the rejected text is not in the review result', text.slice(-2000));
+    // one Answers entry for the reviewed run (its edit, its proposal and its review), with the review's outcome
+    const answers = readReport().filter((r) => r.event === 'panel' && r.result && r.result.key === 'answers').pop();
+    const md = answers ? answers.result.markdown : '';
+    assert((md.match(/Documented area\(\) and switched the units to millimetres/g) || []).length === 1, 'the reviewed run has more than one Answers entry', md.slice(0, 2000));
+    assert(md.split('\n---\n')[0].includes('1 of 2 changes accepted'), 'the entry does not show the review outcome', md.slice(0, 1200));
     await shot('review-done');
     await setSettingInUI('nagent.confirmEdits', false);
     await closeAll();

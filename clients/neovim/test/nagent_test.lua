@@ -1709,6 +1709,7 @@ file_test("@path mentions: the picker inserts @path; the request includes the fi
   assert(vim.tbl_contains(offered or {}, "b.py") and vim.tbl_contains(offered, "c.md"), vim.inspect(offered))
   assert_eq(vim.api.nvim_buf_get_lines(ctx.bufnr, 0, 1, false)[1], "# see @b.py ", "inserted")
   assert_eq(nagent.mention_text("dir/a b.py"), '@"dir/a b.py"', "quoted")
+  assert_eq(vim.fn.getcompletion("NagentEdit use @b", "cmdline"), { "@b.py" }, ":NagentEdit completes @path")
   vim.api.nvim_buf_set_lines(ctx.bufnr, 0, 1, false, {})
   local res = run("NagentEdit use the caller in @b.py", "nagent.edit")
   if res.mentions == nil then

@@ -1427,7 +1427,21 @@ function M.create_commands()
     end
     M.edit(opts.args, options)
   end, { nargs = "*", range = true, bang = true,
-    desc = "nagent: edit this buffer (or the range) with a request; ! or agent=NAME picks an agent" })
+    desc = "nagent: edit this buffer (or the range) with a request; ! or agent=NAME picks an agent",
+    complete = function(lead)
+      -- "@" completes the workspace's files as @path mentions
+      if lead:sub(1, 1) ~= "@" then
+        return {}
+      end
+      local want = lead:sub(2)
+      local out = {}
+      for _, f in ipairs(M.workspace_files()) do
+        if f:sub(1, #want) == want then
+          table.insert(out, M.mention_text(f))
+        end
+      end
+      return out
+    end })
 
   command("NagentRecipe", function(opts)
     local name, request = opts.args:match("^%s*(%S*)%s*(.*)$")

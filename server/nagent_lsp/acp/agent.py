@@ -328,6 +328,10 @@ class NagentAgent:
         if path not in port.buffers:
             await port.fetch_buffer(path)
         uri = path.as_uri()
+        from nagent_lsp.acp.context_calls import context_calls
+
+        for call in await context_calls(workspace, path, port.next_id("run")):
+            port.send(call)
         result: Any
         if recipe is not None:
             result = await run_recipe_command(

@@ -24,6 +24,7 @@ import pytest
 
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, ModelCancelled
+from nagent_lsp.llm import openai_chat
 from nagent_lsp.llm.models import purpose_settings
 from nagent_lsp.llm.openai_chat import OpenAIChatModel
 from tests.harness import llama_server
@@ -75,20 +76,26 @@ def cli(workspace: Path, env: dict[str, str], *args: str) -> subprocess.Complete
     )
 
 
-async def test_usage_figures_are_the_servers_own(llama):
+async def test_usage_figures_are_the_servers_own_where_it_gives_them(llama):
+    """A stream: llama-cpp-python sends no usage in one (it ignores stream_options), so the figures are the estimate
+    and say so. A plain call (what an endpoint refusing streams gets): the server's own figures, exactly those a raw
+    request of the same messages reports."""
     pieces: list[str] = []
-    reply = await asyncio.wait_for(model(llama).complete(HELLO, on_delta=pieces.append), GUARD)
-    assert not reply.usage.estimated and reply.usage.output <= 24
-    assert "".join(pieces) == reply.text and len(pieces) > 1  # streamed piece by piece, not one blob at the end
-    # The same request, sent raw: the server counts the same prompt and (greedy) the same completion.
-    text, usage, finish = await asyncio.to_thread(
-        llama_server.raw_stream, llama.base_url, [{"role": "user", "content": HELLO[0].content}], max_tokens=24
+    streamed = await asyncio.wait_for(model(llama).complete(HELLO, on_delta=pieces.append), GUARD)
+    assert streamed.text and "".join(pieces) == streamed.text and len(pieces) > 1  # piece by piece, not at the end
+    assert streamed.usage.estimated and streamed.usage.output > 0
+    plain_model = model(llama)
+    openai_chat._PLAIN_ENDPOINTS.add(plain_model.display_base_url)
+    try:
+        plain = await asyncio.wait_for(plain_model.complete(HELLO), GUARD)
+    finally:
+        openai_chat._PLAIN_ENDPOINTS.discard(plain_model.display_base_url)
+    text, usage = await asyncio.to_thread(
+        llama_server.raw_complete, llama.base_url, [{"role": "user", "content": HELLO[0].content}], max_tokens=24
     )
-    assert usage is not None and (usage["prompt_tokens"], usage["completion_tokens"]) == (
-        reply.usage.input,
-        reply.usage.output,
-    )
-    assert text == reply.text and finish == reply.finish_reason
+    assert not plain.usage.estimated and usage is not None
+    assert (plain.usage.input, plain.usage.output) == (usage["prompt_tokens"], usage["completion_tokens"])
+    assert plain.text == text and plain.usage.output <= 24
 
 
 async def test_a_summary_finishes_within_its_cap(llama, workspace, isolated_home):
@@ -97,10 +104,16 @@ async def test_a_summary_finishes_within_its_cap(llama, workspace, isolated_home
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["summary"].strip()
     # The call the CLI made, made again by the adapter: the server's own count of the reply is within the cap.
+    # (a plain call: llama-cpp-python counts tokens only outside streams).
     capped = purpose_settings(Settings(baseUrl=llama.base_url, model=MODEL, fileSummaryMaxTokens=24), "fileSummary")
-    reply = await OpenAIChatModel(capped, {}).complete(
-        [Message("system", "Summarise the file."), Message("user", "def add(a, b):\n    return a + b\n")]
-    )
+    summarizer = OpenAIChatModel(capped, {})
+    openai_chat._PLAIN_ENDPOINTS.add(summarizer.display_base_url)
+    try:
+        reply = await summarizer.complete(
+            [Message("system", "Summarise the file."), Message("user", "def add(a, b):\n    return a + b\n")]
+        )
+    finally:
+        openai_chat._PLAIN_ENDPOINTS.discard(summarizer.display_base_url)
     assert not reply.usage.estimated and reply.usage.output <= 24
 
 
@@ -128,7 +141,7 @@ async def test_a_cancel_mid_generation_frees_the_server_at_once(llama):
         max_tokens=8,
         on_chunk=lambda piece: first.set(),
     )
-    assert first.is_set() and text and usage is not None
+    assert first.is_set() and text
     assert llama.cut_generations() == cut_before + 1, llama.log_tail()
     assert len(pieces) < 2000
 
@@ -181,7 +194,8 @@ def test_a_length_stop_and_a_malformed_reply_behave_as_with_the_scripted_model(l
     (text,) = [t for p in conversations if p.is_file() and "<user-prompt>" in (t := p.read_text(encoding="utf-8"))]
     notes = [part.split("</system>")[0] for part in text.split('<system attempt="')[1:]]
     assert len(notes) == 3, text
-    # Each correction says what was wrong: cut at the output limit (length), or no protocol tags / a bad format.
-    assert all("output limit" in n or "protocol tags" in n or "format" in n for n in notes), notes
+    # Each correction says what was wrong (cut at the output limit, no protocol tags, a block only the server
+    # writes…) and where the raw reply is kept, for <nagent-read> to read back.
+    assert all(n.strip() and "/.nagent/outputs/" in n for n in notes), notes
     kept = list((workspace / ".nagent" / "outputs").glob("*invalid-*"))
     assert len(kept) == 3  # every raw reply kept out of the conversation, for <nagent-read> to read back

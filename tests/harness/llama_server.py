@@ -88,6 +88,8 @@ class LlamaServer:
             str(n_ctx),
             "--n_threads",
             str(threads or max(1, min(2, os.cpu_count() or 1))),
+            "--chat_format",
+            "gemma",
             "--interrupt_requests",
             "False",
         ]
@@ -191,6 +193,19 @@ def raw_stream(
                         on_chunk(piece)
                 finish = choice.get("finish_reason") or finish
     return "".join(text), usage, finish
+
+
+def raw_complete(base_url: str, messages: list[dict], *, max_tokens: int) -> tuple[str, dict | None]:
+    """A plain (non-streaming) request with the standard library: (text, the server's usage)."""
+    body = {"model": "gemma-3-270m", "messages": messages, "max_tokens": max_tokens, "temperature": 0}
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer none"},
+    )
+    with urllib.request.urlopen(request, timeout=START_GUARD) as reply:
+        data = json.loads(reply.read())
+    return data["choices"][0]["message"]["content"] or "", data.get("usage")
 
 
 def main() -> int:

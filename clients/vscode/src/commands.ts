@@ -430,7 +430,9 @@ export class CommandHandlers {
       request = await this.askRequest('nagent: Send Request', path.basename(fileUri.fsPath));
     }
     const doc = await api.openTextDocument(fileUri);
-    return this.runEdit(doc, request);
+    const result = await this.runEdit(doc, request);
+    this.conversations.revealEndOf(ed.document.uri);
+    return result;
   }
 
 
@@ -458,6 +460,8 @@ export class CommandHandlers {
     }
     if (!target && result.files?.[0]?.uri) target = api.Uri.parse(result.files[0].uri);
     await this.presentEdit(result, target, result.request, undefined, 'Chat');
+    // the Answers panel beside may have re-wrapped the conversation: its end (the new turn) back in view
+    this.conversations.revealEndOf(conv);
     return result;
   }
 

@@ -201,6 +201,11 @@ export class ConversationSupport implements vscode.FoldingRangeProvider, vscode.
     for (const e of api.visibleEditors()) if (docs.includes(e.document)) revealEnd(e);
   }
 
+  /** Show the end of a conversation in the editors that show it (after the Answers panel changed the layout). */
+  revealEndOf(uri: vscode.Uri): void {
+    for (const e of api.visibleEditors()) if (e.document.uri.fsPath === uri.fsPath && isConversationDocument(e.document)) revealEnd(e);
+  }
+
   dispose(): void {
     for (const t of this.reloads.values()) clearTimeout(t);
     for (const d of this.disposables) d.dispose();

@@ -42,6 +42,9 @@ const MODEL_2 = 'scripted-e2e-model-renamed';
 // nagent.model names this priced profile, so results carry a cost: 1 per million input tokens, 2 per million output.
 const PROFILE = 'fake';
 const PRICE = { input: 1, output: 2 };
+// a second profile, picked for one request by "Edit with Model…"
+const ALT_PROFILE = 'alt';
+const ALT_MODEL = 'scripted-e2e-alt-model';
 /** The cost of the first edit (2,700 tokens in, 360 out) as the status bar and the Answers panel show it. */
 const EDIT_COST = ((2700 * PRICE.input + 360 * PRICE.output) / 1e6).toFixed(4);
 
@@ -283,7 +286,7 @@ function writeUserSettings(ud) {
   const settings = {
     'nagent.server.command': serverArgv(),
     'nagent.baseUrl': ctx.baseUrl,
-    'nagent.models': { [PROFILE]: { model: MODEL, price: PRICE } },
+    'nagent.models': { [PROFILE]: { model: MODEL, price: PRICE }, [ALT_PROFILE]: { model: ALT_MODEL } },
     'nagent.model': PROFILE,
     'nagent.history.summarize': false,
     'nagent.shell': 'deny',
@@ -908,6 +911,9 @@ async function runSteps() {
     assert(!doc.isDirty, 'the conversation buffer is left dirty (a save would conflict with the server)');
     assert(doc.text === fs.readFileSync(ctx.conversation, 'utf8'), 'the conversation buffer differs from the file on disk');
     assert((doc.text.match(/add a docstring to welcome/g) || []).length === 1, 'the request appears more than once', doc.text.slice(-2000));
+    // what was typed is what was sent: no character moved by the editor while the user typed (issue 25 #3)
+    if (typeof rec.result.request === 'string') assert(rec.result.request === 'add a docstring to welcome', 'the request is not the text typed at the end', rec.result.request);
+    assert(doc.text.includes('<user-prompt>note from the user: KEEP-WELCOME-42</user-prompt>'), 'the typed note was garbled', doc.text.slice(-2000));
     // a moment later the editor still shows the end of the conversation (the appended turn)
     await sleep(1500);
     mark();
@@ -1247,6 +1253,48 @@ async function runSteps() {
     assert(panel && panel.result.markdown.includes('Plan: 1. add a docstring'), 'the answer is not in the Answers panel', panel);
     assert(!/not applied/.test(panel.result.markdown.split('---')[0]), 'a plan answer is reported as a failure', panel.result.markdown.slice(0, 800));
   }, { needs: ['nagent.agents.list', 'nagent.edit'] });
+
+  await step('model per request: Edit with Model… sends the picked profile; Mention a File inserts @path', async () => {
+    const p = page();
+    await freshEditor('app.py');
+    await script({ text: '<nagent-response>welcome() does not use clean().</nagent-response>', usage: [500, 9] });
+    const before = (await modelRequests()).length;
+    mark();
+    await palette('nagent: Edit with Model');
+    await p.waitForFunction(
+      (name) => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => (r.textContent || '').includes(name)),
+      ALT_PROFILE,
+      { timeout: 20000 },
+    );
+    await shot('model-pick');
+    await p.locator('.quick-input-widget input').first().fill(ALT_PROFILE);
+    await p.keyboard.press('Enter');
+    await answerInput(`Edit with ${ALT_PROFILE}`, 'does welcome use @util.py?');
+    const rec = await waitFor('nagent.vscode.editWithModel', 60000);
+    assert(rec.ok, 'Edit with Model failed', rec.error);
+    const reqs = (await modelRequests()).slice(before);
+    assert(reqs.length >= 1 && reqs[0].model === ALT_MODEL, `the request did not go to the picked profile's model (${ALT_MODEL})`, reqs.map((r) => r.model));
+    if (Array.isArray(rec.result.mentions)) {
+      assert(rec.result.mentions.some((m) => m.path === 'util.py' && m.included), 'the @util.py mention was not included', rec.result.mentions);
+      assert(JSON.stringify(reqs[0].messages).includes('def clean'), 'the mentioned file did not reach the model');
+    }
+    // the @path picker
+    await freshEditor('README.md');
+    await p.keyboard.press('Control+End');
+    mark();
+    await palette('nagent: Mention a File');
+    await p.waitForFunction(
+      () => Array.from(document.querySelectorAll('.quick-input-widget .monaco-list-row')).some((r) => (r.textContent || '').includes('util.py')),
+      undefined,
+      { timeout: 20000 },
+    );
+    await p.locator('.quick-input-widget input').first().fill('util.py');
+    await p.keyboard.press('Enter');
+    const ins = await waitFor('nagent.vscode.insertMention', 20000);
+    assert(ins.ok && ins.result.inserted === '@util.py', 'Mention a File did not insert @util.py', ins.result || ins.error);
+    assert(ins.activeDocument.text.endsWith('@util.py'), 'the mention is not in the document', ins.activeDocument.text);
+    await closeAll();
+  }, { needs: ['nagent.edit', 'nagent.agents.list'] });
 
   await step('Run Recipe… runs a workspace recipe and shows its outputs', async () => {
     const p = page();

@@ -178,3 +178,34 @@ async def test_a_repository_cannot_consent_for_the_user(workspace, isolated_home
         assert await wait_until(lambda: any("need your consent" in m.message for m in editor.client.log_messages))
         assert len(editor.recorded.message_requests) == 1  # asked, whatever the repository's config said
     assert fake_model.chat_requests == []
+
+
+def test_summaries_warm_is_the_cli_prompt(workspace, isolated_home, fake_model, proxy) -> None:
+    """The CLI never asks in the background: `nagent-lsp summaries warm` states the commits and tokens and asks on
+    the terminal (or takes --yes) — that answer is the consent, for that run only; "never" refuses it."""
+    import os
+    import subprocess
+    import sys
+
+    repo(workspace)
+    user_config(isolated_home)
+    fake_model.default = text(SUMMARIES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NAGENT_"))}
+    env.update({**remote_env(proxy), "HOME": str(isolated_home)})
+
+    def warm(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "nagent_lsp", "summaries", "warm", "calc.py", *extra]
+        return subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=300)
+
+    unconfirmed = warm()  # no terminal, no --yes: nothing is sent
+    assert unconfirmed.returncode != 0 and "--yes" in unconfirmed.stderr
+    assert fake_model.chat_requests == []
+    done = warm("--yes")
+    assert done.returncode == 0, done.stderr
+    assert "summarised" in done.stdout and len(fake_model.chat_requests) == 1, done.stderr  # the diffs went out
+    assert not (isolated_home / ".nagent" / "summary-consent.json").exists()  # that run only, not remembered
+    user_config(isolated_home, summaryConsent="never")
+    add_commit(workspace, Commit("one more", {"calc.py": "x = 'new'\n"}))
+    refused = warm("--yes")
+    assert refused.returncode != 0 and 'history.summaryConsent is "never"' in refused.stderr, refused.stderr
+    assert len(fake_model.chat_requests) == 1

@@ -18,6 +18,7 @@ from nagent_lsp.history.git import GitError, GitRepository
 from nagent_lsp.history.summary_notes import NOTES_REF, SummaryNotes
 from nagent_lsp.llm.models import profile_price, summary_settings
 from nagent_lsp.operations.history import service_for
+from nagent_lsp.operations.session import Session
 
 OUTPUT_PER_COMMIT = 40  # tokens of one summary line and its JSON
 BAR = 30
@@ -76,6 +77,16 @@ def _bar(done: int, total: int, out: TextIO) -> None:
     out.flush()
 
 
+def _consent_given(session: Session, files: list[Path], roots: list[Path]) -> None:
+    """The confirmation (or --yes) is the consent to send these repositories' diffs, for this run only (issue 25);
+    the services then remake their summarizers with it."""
+    from nagent_lsp.operations.summary_consent import grant_for_this_run
+
+    grant_for_this_run(session, roots)
+    for path in files:
+        service_for(session, path, background=False)
+
+
 def warm(args: argparse.Namespace) -> int:
     def run() -> None:
         files = [Path(f).resolve() for f in args.files]
@@ -121,6 +132,7 @@ def warm(args: argparse.Namespace) -> int:
                 return
         if not settings.model_configured(session.environ) and not model.model_configured(session.environ):
             raise UserError("no model configured for summaries (summaryModel / model, baseUrl or the API key)")
+        _consent_given(session, files, [service.root for service, *_ in work])  # the answer above
         done = 0
         _bar(done, total, sys.stderr)
         for service, missing, subjects, names in work:

@@ -84,6 +84,7 @@ class SummaryConsent:
         self._lock = threading.Lock()
         self._asking: dict[str, threading.Event] = {}
         self._unanswered: set[str] = set()
+        self._granted: set[str] = set()  # consent given for this session only (`nagent-lsp summaries warm`)
         self._tokens: dict[str, object] = {}
 
     def token(self, root: Path) -> object:
@@ -103,6 +104,9 @@ class SummaryConsent:
             return "allow"
         if choice == "never":
             return "deny"
+        with self._lock:
+            if str(root) in self._granted:
+                return "allow"
         stored = ConsentRecords(home_root()).get(root, endpoint.url)
         if stored is not None:
             return stored
@@ -161,6 +165,26 @@ def question(root: Path, endpoint: Endpoint, items: list[SummaryItem]) -> str:
         f"summaries? About {tokens:,} tokens for these {len(items)} commits, more as you open other files. "
         f"Remembered for {root} (in ~/.nagent/summary-consent.json; setting history.summaryConsent)."
     )
+
+
+def grant_for_this_run(session: Session, roots: list[Path]) -> None:
+    """The user confirmed sending these repositories' diffs now (`nagent-lsp summaries warm` asks on the terminal,
+    or `--yes`): allowed for this session, not remembered. UserError when `history.summaryConsent` is "never"
+    and the endpoint is off this machine."""
+    from nagent_lsp.core.errors import UserError
+
+    settings = session.settings
+    endpoint = endpoint_of(settings)
+    if settings.history.summaryConsent == "never" and not endpoint.loopback:
+        raise UserError(
+            f'history.summaryConsent is "never": commit diffs are not sent to {endpoint.host} (set it to "ask" '
+            'or "always" to summarise with that model)'
+        )
+    consent = consent_of(session)
+    for root in roots:
+        with consent._lock:
+            consent._granted.add(str(root))
+        consent._decided(root)
 
 
 def consent_of(session: Session) -> SummaryConsent:

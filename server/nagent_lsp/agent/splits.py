@@ -26,6 +26,7 @@ from nagent_lsp.core.identity import sha256_hex
 from nagent_lsp.store.atomic import atomic_write_bytes
 from nagent_lsp.store.split_index import (
     INDEX,
+    SegmentsTooLarge,
     SplitResult,
     UntrustedIndex,
     find_split_dirs,
@@ -137,8 +138,46 @@ class PatchPlan:
         return self.original != self.merged
 
 
+def too_large_to_merge(max_bytes: int) -> str:
+    return (
+        f"the merged segments hold more than maxFileBytes ({max_bytes} bytes); "
+        "raise the maxFileBytes setting to patch a file this large"
+    )
+
+
 def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
+
+
+def checked_entries(index: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The index's segments sorted by line, or PatchError naming the first gap, overlap or miscount."""
+    entries = sorted(index["segments"], key=lambda s: (s["start_line_num"], s["end_line_num"]))
+    expected_start = 1
+    previous = None
+    for position, entry in enumerate(entries, 1):
+        start, end = entry["start_line_num"], entry["end_line_num"]
+        label = f"segment {entry.get('segment_index', position)}"
+        if end < start - 1:
+            raise PatchError(f"{label} ends (line {end}) before it starts (line {start}) in index.json")
+        if start > expected_start:
+            where = f"after {previous}" if previous else "before the first segment"
+            raise PatchError(
+                f"segments are not contiguous in index.json: gap at lines {expected_start}-{start - 1} "
+                f"({where}; {label} starts at line {start})"
+            )
+        if start < expected_start:
+            raise PatchError(
+                f"segments overlap in index.json: {label} starts at line {start} but "
+                f"{previous} already covers up to line {expected_start - 1}"
+            )
+        expected_start = end + 1
+        previous = label
+    line_count = index.get("source_line_count")
+    if type(line_count) is int and expected_start - 1 != line_count:
+        raise PatchError(
+            f"segments in index.json cover lines 1-{expected_start - 1} but the source had {line_count} lines"
+        )
+    return entries
 
 
 def plan_patch(  # noqa: C901, PLR0912, PLR0915  2026-11-27: each index check raises its own named PatchError, in order
@@ -174,32 +213,7 @@ def plan_patch(  # noqa: C901, PLR0912, PLR0915  2026-11-27: each index check ra
                 f"source hash does not match index.json (expected {expected}, got {actual}): "
                 f"{source.name} changed since it was split; split it again, or patch with force"
             )
-    entries = sorted(index["segments"], key=lambda s: (s["start_line_num"], s["end_line_num"]))
-    expected_start = 1
-    previous = None
-    for position, entry in enumerate(entries, 1):
-        start, end = entry["start_line_num"], entry["end_line_num"]
-        label = f"segment {entry.get('segment_index', position)}"
-        if end < start - 1:
-            raise PatchError(f"{label} ends (line {end}) before it starts (line {start}) in index.json")
-        if start > expected_start:
-            where = f"after {previous}" if previous else "before the first segment"
-            raise PatchError(
-                f"segments are not contiguous in index.json: gap at lines {expected_start}-{start - 1} "
-                f"({where}; {label} starts at line {start})"
-            )
-        if start < expected_start:
-            raise PatchError(
-                f"segments overlap in index.json: {label} starts at line {start} but "
-                f"{previous} already covers up to line {expected_start - 1}"
-            )
-        expected_start = end + 1
-        previous = label
-    line_count = index.get("source_line_count")
-    if type(line_count) is int and expected_start - 1 != line_count:
-        raise PatchError(
-            f"segments in index.json cover lines 1-{expected_start - 1} but the source had {line_count} lines"
-        )
+    entries = checked_entries(index)
     texts = []
     total = 0
     for entry in entries:
@@ -211,6 +225,8 @@ def plan_patch(  # noqa: C901, PLR0912, PLR0915  2026-11-27: each index check ra
         if text is None:
             try:
                 raw = read_segment(path, max(0, max_bytes - total))
+            except SegmentsTooLarge:
+                raise PatchError(too_large_to_merge(max_bytes)) from None
             except SplitError as exc:
                 raise PatchError(str(exc)) from None
             try:
@@ -221,7 +237,7 @@ def plan_patch(  # noqa: C901, PLR0912, PLR0915  2026-11-27: each index check ra
         else:
             total += len(text.encode("utf-8", "surrogatepass"))
         if total > max_bytes:
-            raise PatchError(f"the merged segments hold more than maxFileBytes ({max_bytes} bytes)")
+            raise PatchError(too_large_to_merge(max_bytes))
         texts.append(text)
     # A segment is a run of whole lines: if an edit dropped a non-final segment's last line break, its last
     # line would silently join the next segment's first line, so restore the break.
@@ -252,13 +268,25 @@ def reindex(plan: PatchPlan) -> dict[str, Any]:
     data = plan.merged.encode("utf-8")
     index = {k: v for k, v in plan.index.items() if k != "summary"}
     line = 1
+    offset = 0
     segments = []
     for position, (entry, text) in enumerate(plan.segments, 1):
-        n = count_lines(text.encode("utf-8"))
+        blob = text.encode("utf-8")
+        n = count_lines(blob)
         if position - 1 in plan.repaired:
-            atomic_write_bytes(segment_path(plan.folder, entry), text.encode("utf-8"))
-        segments.append({**entry, "segment_index": position, "start_line_num": line, "end_line_num": line + n - 1})
+            atomic_write_bytes(segment_path(plan.folder, entry), blob)
+        segments.append(
+            {
+                **entry,
+                "segment_index": position,
+                "start_line_num": line,
+                "end_line_num": line + n - 1,
+                "start_byte": offset,
+                "end_byte": offset + len(blob),
+            }
+        )
         line += n
+        offset += len(blob)
     index.update(
         source_sha256=sha256_hex(data),
         source_size_bytes=len(data),
@@ -287,13 +315,20 @@ def split_text(
     split_type: str | None = None,
     target_bytes: int = TARGET_BYTES_DEFAULT,
     natural: bool = False,
+    max_bytes: int | None = None,
 ) -> SplitResult:
-    """Split `text` (the content of `source`) into a fresh `splits_dir/<slug(stem)>-<uuid4>/`."""
+    """Split `text` (the content of `source`) into a fresh `splits_dir/<slug(stem)>-<uuid4>/`. A text over
+    `max_bytes` (maxFileBytes, when the caller did not bound the text itself) is refused, as its patch would be."""
     if target_bytes <= 0:
         raise SplitError("target bytes must be a positive number")
+    data = text.encode("utf-8")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise SplitError(
+            f"{source} is {len(data)} bytes, more than maxFileBytes ({max_bytes}); "
+            "raise the maxFileBytes setting to split and patch it"
+        )
     kind = normalize_split_type(split_type) if split_type else detect_split_type(source)
     out_dir = new_split_dir(Path(splits_dir).resolve(), source)  # segment paths name the real folder
-    data = text.encode("utf-8")
     index, blobs = build_index(data, source, out_dir, kind, target_bytes, natural)
     index_path = out_dir / INDEX
     write_split(index_path, index, blobs)

@@ -25,6 +25,8 @@ def streams_answers(environ: Mapping[str, str] | None = None) -> bool:
 
 
 class DiskPort:
+    writes_disk = True  # apply_change writes the files itself (operations.patch streams a large patch to the disk)
+
     def __init__(
         self, folders: list[Path], interactive: bool | None = None, quiet: bool = False, stream: bool | None = None
     ):

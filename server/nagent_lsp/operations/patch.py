@@ -14,15 +14,20 @@ from pathlib import Path
 
 import attrs
 
+from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.agent.splits import PatchPlan, TrustedSplit, load_trusted_split, plan_patch, refresh_after_apply
+from nagent_lsp.agent.streamed_patch import plan_streamed
 from nagent_lsp.config.convert import WIRE_NULL
+from nagent_lsp.config.state_root import resolve_state_root
 from nagent_lsp.core.errors import InvalidArgument, PatchError, SplitError, UserError
 from nagent_lsp.core.ports import Buffer, EditorPort, FileChange
 from nagent_lsp.operations.args import PatchArgs
-from nagent_lsp.operations.buffers import read_rules, read_source
+from nagent_lsp.operations.buffers import read_rules, read_source, refusal
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.patches import write_patch
+from nagent_lsp.store.root import ensure_root
 from nagent_lsp.store.split_index import UntrustedIndex
+from nagent_lsp.store.transaction import Write, commit, signature
 from nagent_lsp.text.edits import minimal_edits, unified_diff
 
 
@@ -80,6 +85,10 @@ async def patch(session: Session, port: EditorPort, args: PatchArgs) -> PatchRes
     split = trusted_index(session, args.indexPath, port)
     rules = read_rules(session, split.source)
     source = split.source
+    if _on_disk(port, source, args):
+        streamed = await asyncio.to_thread(_patch_on_disk, session, port, split, rules, args.dryRun)
+        if streamed is not None:
+            return streamed
     buffer = read_source(port, source, rules, field="indexPath")
     try:
         plan = await asyncio.to_thread(plan_patch, split, buffer.text, force=args.force, max_bytes=rules.max_bytes)
@@ -118,3 +127,42 @@ def _write_diff(session: Session, port: EditorPort, source: Path, buffer: Buffer
     label = _label(source, port)
     written = write_patch(session.state_dir(source, "patches"), source, unified_diff(buffer.text, new_text, label))
     return str(written) if written else None
+
+
+def _on_disk(port: EditorPort, source: Path, args: PatchArgs) -> bool:
+    """Whether the patch may be streamed to the disk: the port writes files itself (no editor holds a buffer to send
+    edits to) and the file is checked against the index (not forced)."""
+    return bool(getattr(port, "writes_disk", False)) and not args.force and port.read_buffer(source) is None
+
+
+def _patch_on_disk(
+    session: Session, port: EditorPort, split: TrustedSplit, rules: ReadRules, dry_run: bool
+) -> PatchResult | None:
+    """The patch computed per changed segment and streamed into one transaction (`agent.streamed_patch`); None
+    when the index has no byte offsets (the whole-text path then runs)."""
+    source = split.source
+    uri = source.as_uri()
+    seen = signature(source)  # before the read: a write after it shows in the signature the commit compares
+    try:
+        data = rules.read_bytes(source)
+    except Refused as exc:
+        raise refusal(exc, "indexPath") from None
+    try:
+        plan = plan_streamed(split, data, max_bytes=rules.max_bytes)
+    except PatchError as exc:
+        raise UserError(str(exc)) from None
+    if plan is None:
+        return None
+    if not plan.changed:
+        return PatchResult(changed=False, applied=False, uri=uri, edits=0, patchPath=None)
+    diff, edits = plan.diff_and_edits(_label(source, port))
+    if not dry_run:
+        root = ensure_root(resolve_state_root(source, port.workspace_folders()).path)
+        write = Write(source, None, chunks=plan.chunks, old_sha256=split.index["source_sha256"], old_signature=seen)
+        digests = commit(root, [write])
+    written = write_patch(session.state_dir(source, "patches"), source, diff)
+    patch_path = str(written) if written else None
+    if dry_run:
+        return PatchResult(True, False, uri, edits, patch_path)
+    plan.reindex(digests[0] or "")
+    return PatchResult(True, True, uri, edits or 1, patch_path)

@@ -79,8 +79,12 @@ def read_regular_bytes(path: Path | str, limit: int | None, *, follow_symlinks: 
         cap = None if limit is None else limit + 1
         chunks: list[bytes] = []
         total = 0
+        # The whole file in one read of its size (one chunk: joining it makes no second copy of a large file; a
+        # buffer no larger than the file: os.read allocates all of it), then small reads to see the end.
+        want = st.st_size + 1 if st.st_size else CHUNK
         while cap is None or total < cap:
-            chunk = os.read(fd, CHUNK if cap is None else min(CHUNK, cap - total))
+            chunk = os.read(fd, want if cap is None else min(want, cap - total))
+            want = 1 << 16
             if not chunk:
                 break
             chunks.append(chunk)

@@ -166,13 +166,20 @@ def load_index(index_path: Path, *, verify: bool = True) -> dict[str, Any]:
     return index
 
 
+class SegmentsTooLarge(SplitError):
+    """The segments read so far and this one hold more than the merge may (maxFileBytes)."""
+
+
 def read_segment(path: Path, limit: int) -> bytes:
-    """One segment's bytes (a path `segment_path` accepted) through the bounded reader; never through a link."""
+    """One segment's bytes (a path `segment_path` accepted) through the bounded reader; never through a link.
+    `limit`: the bytes the merge may still take (SegmentsTooLarge beyond)."""
     try:
         return read_regular_bytes(path, limit, follow_symlinks=False)
     except FileNotFoundError:
         raise SplitError(f"segment not found: {path}") from None
-    except (NotRegularFile, FileTooLarge) as exc:
+    except FileTooLarge:
+        raise SegmentsTooLarge(f"segment {path} would take the merged file past maxFileBytes") from None
+    except NotRegularFile as exc:
         raise UntrustedIndex(f"segment {path} cannot be used: {exc}") from None
     except OSError as exc:
         raise SplitError(f"segment cannot be read: {path} ({exc.strerror or exc})") from None

@@ -33,8 +33,9 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import attrs
 
@@ -52,11 +53,24 @@ UNLOCKED_GRACE = 3600.0  # seconds: a folder without a lock file this young is b
 
 @attrs.frozen
 class Write:
-    """One file of a transaction: its new content, or None to delete it (`mode`: a new file's permissions)."""
+    """One file of a transaction: its new content, or None to delete it (`mode`: a new file's permissions).
+
+    A large file may be streamed instead: `chunks` (data None) gives its new content piece by piece while the temp
+    is written and hashed, so the whole of it is never held; `old_sha256`, the target's hash as the caller read and
+    checked it, spares hashing the target again, and `old_signature` (`signature` of the target taken before that
+    read) lets the rename go ahead without hashing it once more when the target's inode, size and mtime are still
+    those: any write since changes them, and the target is then hashed and checked as always."""
 
     path: Path
     data: bytes | None
     mode: int | None = None
+    chunks: Callable[[], Iterable[bytes | memoryview]] | None = None
+    old_sha256: str | None = None
+    old_signature: tuple[int, int, int, int] | None = None
+
+    @property
+    def deletes(self) -> bool:
+        return self.data is None and self.chunks is None
 
 
 @attrs.frozen
@@ -88,11 +102,42 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+CHUNK = 1 << 20
+
+
 def _hash_of(path: Path) -> str | None:
+    """The sha256 of a file's content, read a chunk at a time (a 50 MB file is never held whole)."""
+    digest = hashlib.sha256()
     try:
-        return _digest(path.read_bytes())
+        with open(path, "rb", buffering=0) as handle:
+            while chunk := handle.read(CHUNK):
+                digest.update(chunk)
     except FileNotFoundError:
         return None
+    return digest.hexdigest()
+
+
+def _write_content(handle: BinaryIO, write: Write) -> str:
+    """Write one Write's new content to `handle`; its sha256."""
+    if write.chunks is None:
+        assert write.data is not None
+        handle.write(write.data)
+        return _digest(write.data)
+    digest = hashlib.sha256()
+    for chunk in write.chunks():
+        digest.update(chunk)
+        handle.write(chunk)
+    return digest.hexdigest()
+
+
+def signature(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, mtime in ns) of a file, None when it does not exist: equal signatures taken before and
+    after mean nobody wrote it in between."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _device(path: Path) -> int | None:
@@ -105,11 +150,12 @@ def _device(path: Path) -> int | None:
     return None
 
 
-def commit(state_root: Path, writes: Sequence[Write]) -> None:
+def commit(state_root: Path, writes: Sequence[Write]) -> list[str | None]:
     """Write every file of `writes` or none (see the module's docstring); OSError when it could not start, in which
-    case nothing changed. A failure after the commit point is finished by the next `recover`."""
+    case nothing changed. A failure after the commit point is finished by the next `recover`. Returns the sha256 of
+    each write's new content (None for a deletion)."""
     if not writes:
-        return
+        return []
     steps = _Steps()
     steps.check()
     folder = state_root / TXN / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
@@ -124,29 +170,31 @@ def commit(state_root: Path, writes: Sequence[Write]) -> None:
             raise
         atomic_write_text(folder / JOURNAL, json.dumps([attrs.asdict(e) for e in entries], indent=1) + "\n")
         steps.step()
-        _roll_forward(folder, entries, steps)
+        seen = {str(w.path): w.old_signature for w in writes if w.old_signature is not None and w.old_sha256}
+        _roll_forward(folder, entries, steps, seen)
     finally:
         os.close(lock)
+    return [e.new for e in entries]
 
 
 def _prepare(folder: Path, writes: Sequence[Write], steps: _Steps) -> list[_Entry]:
     """Every temp written and fsynced; nothing outside `folder` touched but temps of other-device targets."""
     own = _device(folder)
-    outside = {i: w for i, w in enumerate(writes) if w.data is not None and _device(w.path.parent) != own}
+    outside = {i: w for i, w in enumerate(writes) if not w.deletes and _device(w.path.parent) != own}
     temps = {i: w.path.with_name(f".{w.path.name}.{folder.name[-8:]}.tmp") for i, w in outside.items()}
     if temps:
         atomic_write_text(folder / INTENT, json.dumps([str(t) for t in temps.values()]) + "\n")
     entries = []
     for i, write in enumerate(writes):
-        old = _hash_of(write.path)
-        if write.data is None:
+        old = write.old_sha256 or _hash_of(write.path)
+        if write.deletes:
             entries.append(_Entry(str(write.path), None, old, None))
             continue
         temp = temps.get(i, folder / f"{i}.new")
         temp.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(write.data)
+            new = _write_content(handle, write)
             handle.flush()
             os.fsync(handle.fileno())
         try:
@@ -154,19 +202,23 @@ def _prepare(folder: Path, writes: Sequence[Write], steps: _Steps) -> list[_Entr
         except FileNotFoundError:
             mode = write.mode if write.mode is not None else 0o644
         os.chmod(temp, mode)
-        entries.append(_Entry(str(write.path), str(temp), old, _digest(write.data)))
+        entries.append(_Entry(str(write.path), str(temp), old, new))
         steps.step()
     fsync_dir(folder)
     return entries
 
 
-def _roll_forward(folder: Path, entries: Sequence[_Entry], steps: _Steps) -> list[str]:
-    """Rename every temp still there over its target (delete the targets to delete); returns what it could not do."""
+def _roll_forward(
+    folder: Path, entries: Sequence[_Entry], steps: _Steps, seen: dict[str, tuple[int, int, int, int]] | None = None
+) -> list[str]:
+    """Rename every temp still there over its target (delete the targets to delete); returns what it could not do.
+    `seen`: targets whose content the committing process hashed itself, by their signature then."""
     problems: list[str] = []
     touched: set[Path] = set()
     for entry in entries:
         target = Path(entry.target)
-        current = _hash_of(target)
+        known = (seen or {}).get(entry.target)
+        current = entry.old if known is not None and signature(target) == known else _hash_of(target)
         if entry.temp is None:
             if current is not None and current != entry.old:
                 problems.append(f"{target} changed since; not deleted")

@@ -234,6 +234,9 @@ def build_index(
                 "segment_index": s.index,
                 "start_line_num": s.start_line,
                 "end_line_num": s.end_line,
+                # Where the segment's bytes lie in the source: a patch copies unchanged ones straight from it.
+                "start_byte": s.start_byte,
+                "end_byte": s.end_byte,
                 "path": str(out_dir / segment_name(source, s.index)),
             }
             for s in segments

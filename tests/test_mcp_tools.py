@@ -137,7 +137,9 @@ def test_a_repository_can_only_narrow_the_tools_permission() -> None:
     theirs = ToolPolicy(default="allow", rules=[("calc/add", "allow"), ("*", "deny")])
     merged = mine.narrowed(theirs)
     assert merged.default == "ask"  # allow from a repository never loosens ask
-    assert merged.mode_of("calc/add") == "allow"  # mine allows it already
+    assert merged.mode_of("calc/add") == "deny"  # a repository may deny what the user allows (strictest wins)
+    assert mine.narrowed(ToolPolicy(rules=[("calc/add", "ask")])).mode_of("calc/add") == "ask"
+    assert mine.narrowed(ToolPolicy(rules=[("other/*", "allow")])).mode_of("other/x") == "ask"  # never widened
     assert merged.mode_of("other/x") == "deny"  # narrowing is taken
 
 

@@ -19,6 +19,7 @@ from nagent_lsp.tags import (
     Response,
     Shell,
     TagSyntaxError,
+    Tool,
     Write,
     advisories,
     conversation_result_body,
@@ -42,6 +43,7 @@ ALL_EIGHT = (
     '<nagent-write path="a.py">\nprint("x" < 1 && y)\n</nagent-write>\n'
     '<nagent-replace path="a.py">\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n</nagent-replace>\n'
     "<nagent-shell>ls -la</nagent-shell>\n"
+    '<nagent-tool name="calc/add">{"a": 1, "b": 2}</nagent-tool>\n'
     "<nagent-next>check the tests</nagent-next>\n"
     '<nagent-conversation conversation-file="worker">summarise</nagent-conversation>\n'
     '<nagent-conversation conversation-name="saved1">go on</nagent-conversation>\n'
@@ -63,6 +65,7 @@ def test_all_eight_tags_parse_in_order():
         Write("a.py", 'print("x" < 1 && y)\n'),
         Replace("a.py", (Block("old", "new"),)),
         Shell("ls -la"),
+        Tool("calc/add", '{"a": 1, "b": 2}'),
         Next("check the tests"),
         Conversation("summarise", conversation_file="worker"),
         Conversation("go on", conversation_name="saved1"),
@@ -382,7 +385,7 @@ def test_exhausted_messages():
 def test_rules_list_every_tag_form_and_each_form_parses():
     rules = protocol_rules()
     forms = [line.split(" — ")[0] for line in rules.splitlines() if line.startswith("<nagent-") and " — " in line]
-    assert len(forms) == 11
+    assert len(forms) == 12
     kinds = ["nagent-replace"]  # its blocks take lines of their own: the rules show it in full below the list
     for form in forms:
         if form.startswith("<nagent-replace"):

@@ -30,6 +30,8 @@ from nagent_lsp.text.merge import Current, plan_change_set
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
+    from nagent_lsp.agent.mcp_tools import McpServer
+
 log = logging.getLogger("nagent_lsp")
 _LIVE = re.compile(r"turn \d+ · ")
 
@@ -112,6 +114,13 @@ class AcpPort:
     def next_id(self, prefix: str) -> str:
         self._counter += 1
         return f"{prefix}-{self._counter}"
+
+    @property
+    def mcp_servers(self) -> tuple[McpServer, ...]:
+        """The MCP servers the client gave this session: a run's `<nagent-tool>` tools (agent.mcp_tools.servers_for)."""
+        from nagent_lsp.acp.mcp_servers import mcp_servers_for
+
+        return mcp_servers_for(self.session_id)
 
     # -- EditorPort --------------------------------------------------------------------------------------
     def workspace_folders(self) -> list[Path]:

@@ -61,6 +61,7 @@ def build_initial_context(  # noqa: PLR0913  2026-11-27: one keyword-only option
     target_version: int | None = None,
     agent: tuple[str, str] | None = None,
     rules_files: str = "",
+    tools: str = "",
 ) -> str:
     """`agent`: (name, instructions) of the run's agent (DESIGN §10), shown as an `{agent}` block. `rules_files`: the
     repository's rules files as rendered `{rules}` blocks (agent.rules_files), after the root context: the user's own
@@ -76,6 +77,8 @@ def build_initial_context(  # noqa: PLR0913  2026-11-27: one keyword-only option
     if agent is not None and agent[1].strip():
         parts.append(_block("agent", _neutral(agent[1].strip()), f'name="{agent[0]}"'))
     parts.append(_instance(facts))
+    if tools.strip():  # the MCP tools of the run (agent.mcp_tools.McpTools.describe); stable across its turns
+        parts.append(_wrapped("mcp-tools", _neutral(tools.strip())))
     if file_history.strip():
         parts.append(_wrapped("file-history", _neutral(file_history.strip())))
     if file_summary.strip():

@@ -2,13 +2,13 @@
 connected with the official `mcp` SDK; their tools listed for the initial context; a call by `SERVER/TOOL` with a
 JSON object of arguments, under the `tools` permission, answered as a bounded `<nagent-tool-result>`.
 
-Not wired into the loop yet: the `<nagent-tool name="SERVER/TOOL">{json}</nagent-tool>` tag belongs to tags/ and
-agent/tools.py. What the loop needs is here: `McpTools.open(servers)` (an async context manager), `describe()` for
-the initial context, `parse_call(name, body)` for the tag and `call(...)` for its result block.
+Wired into the run: `operations.edit` opens `tools_for_run(servers_for(port, settings.mcpServers), settings.tools)`
+for the run (an ACP port carries its session's servers; else the user's `mcpServers`), lists `describe()` in the
+initial context, and agent/tools.py answers the model's `<nagent-tool>` (tags/tool.py) with `McpTools.run`.
 
-Permission (`ToolPolicy`): rules of name globs → allow / ask / deny, first match wins, else the default; the same
-trust rule as the shell's: rules a repository brings may only narrow (see `ToolPolicy.narrowed`). Under ask the
-port asks (Allow / Always / Deny; Always is remembered for the run's policy).
+Permission (`ToolPolicy`, the `tools` setting): rules of name globs → allow / ask / deny; the STRICTEST matching rule
+wins, else the default (ask). A repository's rules may only narrow (config.settings keeps only its ask/deny rules;
+`ToolPolicy.narrowed` the same for policies). Under ask the port asks (Allow / Always / Deny; Always lasts the run).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import contextlib
 import fnmatch
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import attrs
 
+from nagent_lsp.config.settings import McpServerSetting
 from nagent_lsp.tags.transcript import render_block
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ log = logging.getLogger("nagent_lsp")
 
 Mode = Literal["allow", "ask", "deny"]
 MODES: tuple[Mode, ...] = ("allow", "ask", "deny")
+STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 RESULT_LIMIT = 64 * 1024  # characters of a tool's result kept (the rest is cut, and the block says so)
 CALL_TIMEOUT = 120.0
 CONNECT_TIMEOUT = 30.0
@@ -70,28 +72,29 @@ class Asker(Protocol):
 
 @attrs.define
 class ToolPolicy:
-    """`tools` permission: (glob, mode) rules on "SERVER/TOOL", first match wins, else `default`."""
+    """`tools` permission: (glob, mode) rules on "SERVER/TOOL"; the STRICTEST matching rule wins (deny > ask > allow),
+    a name no rule matches gets `default`. Strictest-wins is what makes a repository's rules safe to add: with
+    first-match, a rule put in front could widen what a later rule of the user's narrowed."""
 
     default: Mode = "ask"
     rules: list[tuple[str, Mode]] = attrs.Factory(list)
     always: set[str] = attrs.Factory(set)
 
     def mode_of(self, name: str) -> Mode:
-        for glob, mode in self.rules:
-            if fnmatch.fnmatchcase(name, glob):
-                return mode
-        return self.default
+        matching = [mode for glob, mode in self.rules if fnmatch.fnmatchcase(name, glob)]
+        return max(matching, key=STRICTNESS.__getitem__) if matching else self.default
+
+    @classmethod
+    def of(cls, setting: Mapping[str, str]) -> ToolPolicy:
+        """The `tools` setting ({glob: mode}, already narrowed by config.settings) as a policy."""
+        return cls("ask", [(glob, mode) for glob, mode in setting.items() if mode in MODES])
 
     def narrowed(self, repository: ToolPolicy) -> ToolPolicy:
-        """This (the user's) policy with a repository's rules: a repository may only make a tool stricter."""
-        order = {"allow": 0, "ask": 1, "deny": 2}
-
-        def stricter(a: Mode, b: Mode) -> Mode:
-            return a if order[a] >= order[b] else b
-
-        mine = self
-        rules = [(glob, stricter(mode, mine.mode_of(glob))) for glob, mode in repository.rules]
-        return ToolPolicy(stricter(mine.default, repository.default), rules + list(mine.rules), set(mine.always))
+        """This (the user's) policy with a repository's rules: a repository may only make a tool stricter, so its
+        `allow` rules are dropped (they could only widen a name the user's rules leave at the default)."""
+        rules: list[tuple[str, Mode]] = [(glob, mode) for glob, mode in repository.rules if mode != "allow"]
+        default = max(self.default, repository.default, key=STRICTNESS.__getitem__)
+        return ToolPolicy(default, list(self.rules) + rules, set(self.always))
 
     async def decide(self, name: str, port: Asker, arguments: str) -> tuple[bool, str]:
         mode = self.mode_of(name)
@@ -148,10 +151,11 @@ def bounded(text: str, limit: int = RESULT_LIMIT) -> str:
 class McpTools:
     """The connected servers of one run (or session) and their tools."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: ToolPolicy | None = None) -> None:
         self.sessions: dict[str, ClientSession] = {}
         self.tools: dict[str, ToolInfo] = {}
         self.problems: list[str] = []
+        self.policy = policy or ToolPolicy()  # the run's `tools` permission (its Always answers last the run)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -186,14 +190,26 @@ class McpTools:
             self.tools[info.full_name] = info
 
     def describe(self) -> str:
-        """The tools as the initial context lists them (empty: no tool)."""
-        if not self.tools:
-            return ""
-        lines = ['MCP tools you may call with <nagent-tool name="SERVER/TOOL">{json arguments}</nagent-tool>:']
+        """The tools as the initial context lists them, with the servers that could not be used (empty: neither)."""
+        lines: list[str] = []
+        if self.tools:
+            lines.append(
+                'MCP tools you may call with <nagent-tool name="SERVER/TOOL">{json arguments}</nagent-tool> (the user '
+                "may be asked first); the result comes back as <nagent-tool-result>. Tools:"
+            )
         for info in self.tools.values():
             schema = json.dumps(info.schema.get("properties", {}), separators=(",", ":"))
-            lines.append(f"- {info.full_name}: {info.description.strip()} arguments: {schema}")
+            lines.append(f"- {info.full_name}: {' '.join(info.description.split())} arguments: {schema}")
+        lines += [f"- not available: {problem}" for problem in self.problems]
         return "\n".join(lines)
+
+    async def run(self, name: str, body: str, port: Asker) -> str:
+        """A `<nagent-tool>` of the model: its `<nagent-tool-result>` (a malformed call is an error result)."""
+        try:
+            call = parse_call(name, body)
+        except ToolCallError as exc:
+            return _result(name, str(exc), error=True)
+        return await self.call(call, self.policy, port)
 
     async def call(self, call: ToolCall, policy: ToolPolicy, port: Asker) -> str:
         """The `<nagent-tool-result>` block of one call (a refusal or an error is its text)."""
@@ -213,6 +229,37 @@ class McpTools:
             return _result(name, f"the tool failed: {exc}", error=True)
         texts = [getattr(block, "text", None) or json.dumps(block.model_dump(mode="json")) for block in result.content]
         return _result(name, bounded("\n".join(texts)), error=bool(result.is_error))
+
+
+def servers_of(setting: Mapping[str, McpServerSetting]) -> list[McpServer]:
+    """The user's `mcpServers` setting as servers to connect."""
+    return [
+        McpServer(name, "stdio", command=server.command, args=tuple(server.args), env=tuple(server.env.items()))
+        for name, server in setting.items()
+    ]
+
+
+def servers_for(port: object, setting: Mapping[str, McpServerSetting]) -> list[McpServer]:
+    """A run's MCP servers: the ones its client gave (an ACP session's `mcpServers`, which its port carries), else the
+    user's `mcpServers` setting (LSP and CLI runs)."""
+    given = getattr(port, "mcp_servers", None)
+    return list(given) if given is not None else servers_of(setting)
+
+
+@contextlib.asynccontextmanager
+async def tools_for_run(servers: Sequence[McpServer], tools: Mapping[str, str]) -> AsyncIterator[McpTools | None]:
+    """The MCP tools of one run under the `tools` setting; None (nothing started) when no server is configured."""
+    if not servers:
+        yield None
+        return
+    async with McpTools.open(servers) as opened:
+        opened.policy = ToolPolicy.of(tools)
+        yield opened
+
+
+def no_tools_result(name: str) -> str:
+    """What `<nagent-tool>` answers in a run with no MCP server."""
+    return _result(name, "no MCP server is configured for this run, so there are no tools to call", error=True)
 
 
 def _result(name: str, text: str, error: bool = False) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nagent_lsp.agent.changeset import ChangeSet, WriteTarget
+from nagent_lsp.agent.mcp_tools import McpTools
 from nagent_lsp.agent.permissions import Policy, ShellPermission
 from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.agent.splits import StagedSplits
@@ -61,6 +62,7 @@ class EditSession:
     write_permission: WritePermission = allow_every_write
     policy: Policy = field(default_factory=Policy)  # the agent's permissions (read narrows ReadRules here)
     uri: str = ""  # the target as the editor names it (default: its file URI); answer deltas carry it
+    mcp: McpTools | None = None  # issue 24: the run's MCP servers and `tools` permission (<nagent-tool>)
 
     def __post_init__(self) -> None:
         if self.base_text is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nagent_lsp.agent.mcp_tools import no_tools_result
 from nagent_lsp.agent.read import read_with
 from nagent_lsp.agent.run import EditSession
 from nagent_lsp.agent.sandbox import Refused, resolve_in
@@ -30,6 +31,7 @@ from nagent_lsp.tags import (
     Read,
     Replace,
     Shell,
+    Tool,
     Write,
     render_result,
 )
@@ -50,6 +52,14 @@ async def execute(session: EditSession, action: Action) -> str:
         return await _replace(session, action)
     if isinstance(action, Shell):
         return await _shell(session, action.command)
+    if isinstance(action, Tool):
+        if session.mcp is None:
+            return no_tools_result(action.name)
+        session.report(f"calling {action.name}")
+        result = await session.mcp.run(action.name, action.arguments, session.port)
+        for secret in session.secrets:  # a tool that echoes its environment must not hand the key to the model
+            result = result.replace(secret, "[redacted]")
+        return result
     raise TypeError(f"not an executable action: {action!r}")
 
 

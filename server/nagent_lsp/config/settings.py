@@ -136,6 +136,19 @@ class ModelProfile:
 
 
 @attrs.frozen
+class McpServerSetting:
+    """One stdio MCP server of `mcpServers` (issue 24), the shape Claude, Zed and Cursor use: `command`, `args`, `env`
+    (added to the server's environment). User config only: a repository naming one would run a command."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = attrs.Factory(dict)
+
+
+ToolMode = Literal["allow", "ask", "deny"]
+
+
+@attrs.frozen
 class Settings:
     model: str = "gpt-4.1-mini"
     baseUrl: str | None = None
@@ -153,6 +166,10 @@ class Settings:
     compactionMaxTokens: Annotated[int, Between(16, 1_000_000)] = 2000
     maxSteps: Annotated[int, Between(1, 1000)] = 25
     shell: Literal["allow", "ask", "deny"] = "ask"
+    # Issue 24: MCP tool calls (`<nagent-tool>`), "SERVER/TOOL" glob -> allow/ask/deny; the strictest matching rule
+    # wins and a name no rule matches is asked, so rules added by a repository (ask/deny only) can only narrow.
+    tools: dict[str, ToolMode] = attrs.Factory(dict)
+    mcpServers: dict[str, McpServerSetting] = attrs.Factory(dict)  # user config (~/.nagent/config.json) only
     shellTimeout: Annotated[float, Between(1, 86400)] = 120.0
     denyRead: tuple[str, ...] = DEFAULT_DENY_READ
     maxFileBytes: Annotated[int, Between(1, 1 << 40)] = DEFAULT_MAX_FILE_BYTES
@@ -274,6 +291,26 @@ UNTRUSTED_SOURCES = ("repository",)
 # endpoint would receive the key, and one naming a state root would make the server write wherever it likes.
 TRUSTED_ONLY = ("baseUrl", "apiKeyEnv", "stateRoot")
 ENDPOINT_FIELDS = ("baseUrl", "apiKeyEnv")
+# Settings that run a program: only the user's own config file (~/.nagent/config.json) may set them. Not the
+# editor's workspace settings either: those can come from a file in the repository (.vscode/settings.json).
+USER_CONFIG_ONLY = ("mcpServers",)
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def _narrowed_tools(value: Mapping[str, Any], before: Mapping[str, Any], where: str) -> tuple[Any, SettingError | None]:
+    """A repository's `tools` rules added to the user's: ask/deny only (the strictest rule wins, so these can only
+    narrow); an `allow` would widen a name no rule of the user's matches, and is refused."""
+    merged = dict(before)
+    refused = sorted(g for g, m in value.items() if m == "allow")
+    for glob, mode in value.items():
+        if mode in ("ask", "deny") and _STRICTNESS[mode] >= _STRICTNESS.get(merged.get(glob, "allow"), 0):
+            merged[glob] = mode
+        elif mode not in _STRICTNESS:
+            merged[glob] = mode  # the converter names the bad value
+    if refused:
+        message = f"a repository's config cannot allow MCP tools ({', '.join(refused)}, in {where}); ignored"
+        return merged, SettingError("tools", message)
+    return merged, None
 
 
 def _default(key: str) -> Any:
@@ -296,6 +333,8 @@ def _narrowed(
         message = f"a repository's config cannot set '{key}' (in {where}); set it in your user config or editor"
         return None, SettingError(key, message)
     before = chosen.get(key, _default(key))
+    if key == "tools" and isinstance(value, Mapping):
+        return _narrowed_tools(value, before or {}, where)
     if key == "models" and isinstance(value, Mapping):
         kept = {n: p for n, p in value.items() if not (isinstance(p, Mapping) and any(f in p for f in ENDPOINT_FIELDS))}
         if len(kept) < len(value):
@@ -337,7 +376,11 @@ def merge(sources: list[Source]) -> Resolved:
         label = source.name if where == source.name else f"{source.name} ({where})"
         user_profiles = set(chosen.get("models") or {})  # defined by the sources before this one
         for key, value in flatten(source.values).items():
-            if value is None or value == "":
+            if value is None or value == "" or (key in ("tools", *USER_CONFIG_ONLY) and value == {}):
+                continue  # an editor sending its empty default wipes nothing, and is no attempt to set it
+            if key in USER_CONFIG_ONLY and source.name not in ("user", "defaults"):
+                message = f"'{key}' is read from your user config (~/.nagent/config.json) only, not {label}; ignored"
+                found.append(SettingError(key, message))
                 continue
             if source.name in UNTRUSTED_SOURCES:
                 value, refused = _narrowed(key, value, chosen, where, user_profiles)

@@ -14,6 +14,7 @@ from nagent_lsp.agent.context import INLINE_LIMIT, InstanceFacts, Selection, bui
 from nagent_lsp.agent.context_layers import default_layer_dirs, root_context
 from nagent_lsp.agent.conversation_file import ConversationFile
 from nagent_lsp.agent.loop import RunFailed, run_loop
+from nagent_lsp.agent.mcp_tools import McpTools, servers_for, tools_for_run
 from nagent_lsp.agent.memory import Memory
 from nagent_lsp.agent.mentions import Mention, read_mentions
 from nagent_lsp.agent.permissions import ShellPermission
@@ -151,9 +152,11 @@ async def edit(
     async with store.lock_for(ref):
         progress = await port.begin_progress(f"nagent: {path.name}")
         try:
-            result = await _run(
-                session, port, args, model, path, state_root, ref, finish, progress, agent, settings, conversation
-            )
+            async with tools_for_run(servers_for(port, settings.mcpServers), settings.tools) as tools:
+                result = await _run(
+                    session, port, args, model, path, state_root, ref, finish, progress, agent, settings, conversation,
+                    tools,
+                )  # fmt: skip
             return with_message(result, path.name)
         finally:
             port.end_progress(progress)  # a no-op when the run already ended it with its outcome
@@ -173,6 +176,7 @@ async def _run(
     agent: Agent,
     settings: Settings,
     conversation: Callable[[str], str] | None = None,
+    tools: McpTools | None = None,
 ) -> EditResult:
     policy = policy_of(agent)
     rules = read_rules(session, path)
@@ -207,6 +211,7 @@ async def _run(
             target_version=base_version,
             agent=(agent.name, agent.instructions) if agent.instructions else None,
             rules_files=team_rules,
+            tools=tools.describe() if tools is not None else "",
         )
 
     extras = await _context_extras(session, path, base_text)
@@ -230,6 +235,7 @@ async def _run(
         child_context=lambda name, invocation: context_for(name, invocation, with_target=False),
         secrets=secrets,
         base_text=base_text,
+        mcp=tools,
     )
     mentioned = read_mentions(args.request, run.read_rules(), port, folders[0] if folders else path.parent)
     convo.append(*mentioned.blocks)  # recorded after the request, as the reads a model would have asked for

@@ -47,6 +47,7 @@ from .rules import (
     protocol_rules,
     truncation_note,
 )
+from .tool import TOOL_RULE, Tool
 
 __all__ = [
     "ACTION_TYPES",
@@ -70,6 +71,8 @@ __all__ = [
     "Response",
     "Shell",
     "TagSyntaxError",
+    "TOOL_RULE",
+    "Tool",
     "Write",
     "advisories",
     "conversation_result_body",

@@ -12,6 +12,7 @@ from typing import ClassVar
 from nagent_lsp.text.search_replace import Block, render_blocks
 
 from .lexer import escape_attr
+from .tool import Tool
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,10 @@ class Conversation:
         return f"<{self.tag}{attr}>{self.prompt}</{self.tag}>"
 
 
-Action = Response | Read | FileRead | FilePatch | Write | Replace | Shell | Next | Conversation
+Action = Response | Read | FileRead | FilePatch | Write | Replace | Shell | Tool | Next | Conversation
 
 #: Tag name -> action class, in the order the protocol rules list them.
 ACTION_TYPES: dict[str, type] = {
-    cls.tag: cls for cls in (Response, Read, FileRead, FilePatch, Write, Replace, Shell, Next, Conversation)
+    cls.tag: cls for cls in (Response, Read, FileRead, FilePatch, Write, Replace, Shell, Tool, Next, Conversation)
 }
 KNOWN_TAGS = frozenset(ACTION_TYPES)

@@ -35,6 +35,7 @@ from .lexer import (
     parse_open_tag,
     read_name,
 )
+from .tool import TOOL_TAG, tool_action
 
 #: Blocks only the server writes. One of these opening a line in a reply is a fabrication.
 DRIVER_TAGS = frozenset(
@@ -45,6 +46,7 @@ DRIVER_TAGS = frozenset(
         "nagent-write-result",
         "nagent-replace-result",
         "nagent-shell-result",
+        "nagent-tool-result",
         "nagent-conversation-result",
         "nagent-agent-result",
         "nagent-turn-status",
@@ -171,6 +173,8 @@ def _action(el: Element) -> Action:  # noqa: C901, PLR0912  2026-11-27: one shap
         if name == "nagent-read":
             return Read(value)
         return FileRead(value) if name == "nagent-file-read" else FilePatch(value)
+    if name == TOOL_TAG:
+        return tool_action(el)
     if body is None:
         raise TagSyntaxError(f"<{name}> needs a body between <{name}> and </{name}>, not a self-closing tag", el.start)
     if name in _BODY_NO_ATTRS:

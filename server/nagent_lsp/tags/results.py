@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from .lexer import render_element
 
-RESULT_KINDS = ("read", "file-read", "file-patch", "write", "replace", "shell", "conversation")
+RESULT_KINDS = ("read", "file-read", "file-patch", "write", "replace", "shell", "tool", "conversation")
 _RESULT_NAME = re.compile(r"nagent-[A-Za-z0-9_-]+-result")
 
 

@@ -7,6 +7,7 @@ model to write it again.
 from __future__ import annotations
 
 from .parser import Fabrication, ParsedReply, ReplyError
+from .tool import TOOL_RULE
 
 MAX_ATTEMPTS = 3
 
@@ -29,6 +30,7 @@ Your reply must consist only of the following tags, one action each:
 <nagent-write path="PATH">complete new content</nagent-write> — replace the whole content of a file you are allowed to edit.
 <nagent-replace path="PATH">SEARCH/REPLACE blocks</nagent-replace> — change some lines of a file you are allowed to edit, in place (format below); any size of file, no split needed.
 <nagent-shell>command</nagent-shell> — run one shell command (only if the user permits it).
+{TOOL_RULE}
 <nagent-next>prompt</nagent-next> — give yourself a follow-up prompt and take another turn.
 <nagent-conversation>task</nagent-conversation> — hand a self-contained task to a fresh child conversation and get its answer back.
 <nagent-conversation conversation-file="NAME">task</nagent-conversation> — same, in the named child conversation (reused if it exists).
@@ -41,7 +43,7 @@ Protocol rules:
 - Text outside the tags (explanations, reasoning, markdown, other tags) is discarded and costs a correction; put everything meant for the user inside <nagent-response>.
 - A known tag that is malformed (unclosed, wrong or missing attribute) rejects the whole reply and you will be asked again.
 - Tags run in the order you write them. Write each action once; repeated identical actions are merged.
-- Results come back in the next message as <nagent-read-result>, <nagent-file-read-result>, <nagent-file-patch-result>, <nagent-write-result>, <nagent-shell-result> and <nagent-conversation-result> blocks. Only the server writes those blocks: never write one yourself, and never guess what a result will say. Anything that depends on a result belongs in a later reply.
+- Results come back in the next message as <nagent-read-result>, <nagent-file-read-result>, <nagent-file-patch-result>, <nagent-write-result>, <nagent-shell-result>, <nagent-tool-result> and <nagent-conversation-result> blocks. Only the server writes those blocks: never write one yourself, and never guess what a result will say. Anything that depends on a result belongs in a later reply.
 - A result block whose body contains its own close tag carries body_chars="N": its body is exactly the next N characters after the opening line.
 - An error result is information, not a reason to stop: read it and change approach.
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from .actions import KNOWN_TAGS, Action, Conversation, FilePatch, FileRead, Next, Read, Replace, Response, Shell, Write
 from .lexer import read_name
+from .tool import Tool
 
 RESPONSE = "nagent-response"
 _ATTR = re.compile(r"""([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -32,6 +33,8 @@ def step_label(tag: str, path: str | None = None, command: str | None = None) ->
         return f"running {posixpath.basename(program[0])}" if program else "running a command"
     if tag == FilePatch.tag:
         return "merging segments"
+    if tag == Tool.tag:
+        return f"calling {command}" if command else "calling a tool"
     if tag == Conversation.tag:
         return "starting a sub-conversation"
     if tag == Next.tag:
@@ -47,6 +50,8 @@ def action_step(action: Action, show_path: Callable[[str], str] = str) -> str:
         return step_label(action.tag, path=show_path(action.path))
     if isinstance(action, Shell):
         return step_label(action.tag, command=action.command)
+    if isinstance(action, Tool):
+        return step_label(action.tag, command=action.name)
     return step_label(action.tag)
 
 

@@ -27,6 +27,8 @@ const SERVER_DEFAULTS: Record<string, unknown> = {
   compactionMaxTokens: 2000,
   maxSteps: 25,
   shell: 'ask',
+  tools: {},
+  mcpServers: {},
   shellTimeout: 120,
   denyRead: ['.env', '.env.*', '*.pem', '*.key', 'id_rsa*'],
   maxFileBytes: 52428800,

@@ -14,6 +14,7 @@ that do not tile the source): the caller then takes the whole-text path.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,33 +165,22 @@ def plan_streamed(split: TrustedSplit, source: bytes, *, max_bytes: int) -> Stre
     the file changed since the split, None when the index has no usable byte offsets."""
     index: Mapping[str, Any] = split.index
     expected = index.get("source_sha256")
-    if not expected:
+    entries = checked_entries(index)
+    if not expected or not _tiles(entries, len(source)):
         return None
-    actual = sha256_hex(source)
-    if actual != expected:
+    # The source is hashed while the segments are read (hashlib lets go of the GIL on large data).
+    hashed: list[str] = []
+    hasher = threading.Thread(target=lambda: hashed.append(sha256_hex(source)), daemon=True)
+    hasher.start()
+    try:
+        changed = _changed_segments(split.folder, entries, source, max_bytes)
+    finally:
+        hasher.join()
+    if hashed[0] != expected:
         raise PatchError(
-            f"source hash does not match index.json (expected {expected}, got {actual}): "
+            f"source hash does not match index.json (expected {expected}, got {hashed[0]}): "
             f"{split.source.name} changed since it was split; split it again, or patch with force"
         )
-    entries = checked_entries(index)
-    if not _tiles(entries, len(source)):
-        return None
-    changed: dict[int, bytes] = {}
-    total = 0
-    for position, entry in enumerate(entries):
-        start, end = entry["start_byte"], entry["end_byte"]
-        raw = _segment_bytes(split.folder, entry, max(0, max_bytes - total), max_bytes)
-        total += len(raw)
-        if total > max_bytes:
-            raise PatchError(too_large_to_merge(max_bytes))
-        if len(raw) == end - start and source.startswith(raw, start):
-            continue
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            path = segment_path(split.folder, entry)
-            raise PatchError(f"segment is not valid UTF-8: {path} ({exc.reason} at byte {exc.start})") from None
-        changed[position] = raw
     # A segment is a run of whole lines: a non-final segment whose last line break an edit dropped gets it back
     # (as plan_patch does), or its last line would join the next segment's first.
     repaired = []
@@ -200,6 +190,27 @@ def plan_streamed(split: TrustedSplit, source: bytes, *, max_bytes: int) -> Stre
             changed[position] = raw + newline
             repaired.append(position)
     return StreamedPlan(split, source, entries, changed, repaired)
+
+
+def _changed_segments(folder: Path, entries: list[dict[str, Any]], source: bytes, max_bytes: int) -> dict[int, bytes]:
+    """position → bytes of each segment whose file no longer holds its range of `source`."""
+    changed: dict[int, bytes] = {}
+    total = 0
+    for position, entry in enumerate(entries):
+        start, end = entry["start_byte"], entry["end_byte"]
+        raw = _segment_bytes(folder, entry, max(0, max_bytes - total), max_bytes)
+        total += len(raw)
+        if total > max_bytes:
+            raise PatchError(too_large_to_merge(max_bytes))
+        if len(raw) == end - start and source.startswith(raw, start):
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            path = segment_path(folder, entry)
+            raise PatchError(f"segment is not valid UTF-8: {path} ({exc.reason} at byte {exc.start})") from None
+        changed[position] = raw
+    return changed
 
 
 def _segment_bytes(folder: Path, entry: dict[str, Any], limit: int, max_bytes: int) -> bytes:

@@ -83,12 +83,15 @@ def read_regular_bytes(path: Path | str, limit: int | None, *, follow_symlinks: 
         # buffer no larger than the file: os.read allocates all of it), then small reads to see the end.
         want = st.st_size + 1 if st.st_size else CHUNK
         while cap is None or total < cap:
-            chunk = os.read(fd, want if cap is None else min(want, cap - total))
+            asked = want if cap is None else min(want, cap - total)
+            chunk = os.read(fd, asked)
             want = 1 << 16
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
+            if len(chunk) < asked:
+                break  # a regular file reads short only at its end
     finally:
         os.close(fd)
     if limit is not None and total > limit:  # it grew after the stat

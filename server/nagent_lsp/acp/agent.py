@@ -55,7 +55,7 @@ from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.model import ModelError
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationError, ConversationRef
-from nagent_lsp.tags.transcript import last_turn_status
+from nagent_lsp.tags.transcript import TurnStatus, last_turn_status
 
 log = logging.getLogger("nagent_lsp")
 
@@ -317,10 +317,6 @@ class NagentAgent:
             raise UserError(str(exc)) from None
 
     async def run_edit(self, workspace: Session, state: AcpSession, request: str, recipe: str | None = None) -> str:
-        from nagent_lsp.operations.args import EditArgs, RecipeArgs
-        from nagent_lsp.operations.edit import edit
-        from nagent_lsp.operations.recipes import run_recipe_command
-
         assert state.ref is not None
         path = Path(state.ref.path)
         port = state.port
@@ -332,17 +328,7 @@ class NagentAgent:
 
         for call in await context_calls(workspace, path, port.next_id("run")):
             port.send(call)
-        result: Any
-        if recipe is not None:
-            result = await run_recipe_command(
-                workspace, port, RecipeArgs(uri=uri, recipe=recipe, request=request or None, preview=True)
-            )
-        else:
-            args = EditArgs(uri=uri, request=request, preview=True, agent=state.agent)
-            if state.profile is not None and "profile" in attrs.fields_dict(EditArgs):
-                extra: dict[str, Any] = {"profile": state.profile}  # contract D, when the engine has it
-                args = attrs.evolve(args, **extra)
-            result = await edit(workspace, port, args)
+        result = await self._engine_run(workspace, state, uri, request, recipe)
         if not port.streamed and result.response:
             port.send(update_agent_message_text(answer_text(result.response)))
         self._usage(workspace, state, result.tokens)
@@ -360,18 +346,59 @@ class NagentAgent:
             return "max_turn_requests"
         return "end_turn"
 
+    async def _engine_run(
+        self, workspace: Session, state: AcpSession, uri: str, request: str, recipe: str | None
+    ) -> Any:
+        """The engine's run of a prompt (a recipe's, else `nagent.edit`'s), a usage_update after each model call."""
+        from nagent_lsp.operations.args import EditArgs, RecipeArgs
+        from nagent_lsp.operations.edit import edit
+        from nagent_lsp.operations.recipes import run_recipe_command
+
+        port = state.port
+        start = self._totals(state)
+        port.on_model_call = lambda: self._call_usage(workspace, state, start)
+        try:
+            if recipe is not None:
+                args = RecipeArgs(uri=uri, recipe=recipe, request=request or None, preview=True)
+                return await run_recipe_command(workspace, port, args)
+            edit_args = EditArgs(uri=uri, request=request, preview=True, agent=state.agent)
+            if state.profile is not None and "profile" in attrs.fields_dict(EditArgs):
+                extra: dict[str, Any] = {"profile": state.profile}  # contract D, when the engine has it
+                edit_args = attrs.evolve(edit_args, **extra)
+            return await edit(workspace, port, edit_args)
+        finally:
+            port.on_model_call = None
+
+    @staticmethod
+    def _totals(state: AcpSession) -> tuple[int, int]:
+        """The conversation's token totals so far (its last turn status), to price the calls of a run as they come."""
+        status = _last_status(state)
+        return (status.tokens_in_total, status.tokens_out_total) if status else (0, 0)
+
+    def _call_usage(self, workspace: Session, state: AcpSession, start: tuple[int, int]) -> None:
+        """usage_update after one model call: the context it used (its turn's tokens) and the session's cost so far,
+        this run's calls priced with the session's profile (the run's exact cost replaces it when the run ends)."""
+        status = _last_status(state)
+        used = status.tokens_in + status.tokens_out if status else 0
+        from nagent_lsp.llm.models import profile_price
+
+        cost = None
+        price = profile_price(workspace.settings, state.profile)
+        if price is not None and status is not None:
+            run = (status.tokens_in_total - start[0]) * price[0] + (status.tokens_out_total - start[1]) * price[1]
+            cost = Cost(amount=round(state.cost + run / 1_000_000, 6), currency="USD")
+        elif state.priced:
+            cost = Cost(amount=round(state.cost, 6), currency="USD")
+        size = workspace.settings.conversation.tokenBudget
+        state.port.send(UsageUpdate(session_update="usage_update", used=used, size=size, cost=cost))
+
     def _usage(self, workspace: Session, state: AcpSession, tokens: Any) -> None:
         """usage_update: the last call's context tokens, the window (the token budget), the session's cost."""
         if tokens.cost is not None:
             state.cost += tokens.cost
             state.priced = True
-        used = 0
-        if state.ref is not None:
-            try:
-                status = last_turn_status(state.ref.conversation_path.read_text(encoding="utf-8", errors="replace"))
-                used = status.tokens_in + status.tokens_out if status else 0
-            except OSError:
-                used = 0
+        status = _last_status(state)
+        used = status.tokens_in + status.tokens_out if status else 0
         size = workspace.settings.conversation.tokenBudget
         cost = Cost(amount=round(state.cost, 6), currency="USD") if state.priced else None
         state.port.send(UsageUpdate(session_update="usage_update", used=used, size=size, cost=cost))
@@ -380,6 +407,15 @@ class NagentAgent:
         raise RequestError.method_not_found(method)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+def _last_status(state: AcpSession) -> TurnStatus | None:
+    if state.ref is None:
+        return None
+    try:
+        return last_turn_status(state.ref.conversation_path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
         return None
 
 

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,8 @@ class AcpPort:
         self._sender: asyncio.Task[None] | None = None
         self._counter = 0
         self.closed = False
+        # Called after each top-level model call of a run (its `done` delta): the agent sends a usage_update.
+        self.on_model_call: Callable[[], None] | None = None
 
     # -- sending -----------------------------------------------------------------------------------------
     def send(self, update: Any) -> None:
@@ -264,6 +266,10 @@ class AcpPort:
         """Contract A: the answer as it arrives, as agent message chunks."""
         from acp import update_agent_message_text
 
+        if done and self.on_model_call is not None:
+            # Soon, not now: the engine adds the call's usage and appends its turn status right after this `done`,
+            # in the same step of the event loop (agent.loop), so the callback sees this call counted.
+            asyncio.get_running_loop().call_soon(self.on_model_call)
         if not delta:
             return
         if self.streamed and turn != self._turn:

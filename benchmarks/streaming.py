@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.harness.fake_openai import FakeOpenAI  # noqa: E402
 from tests.harness.gitrepo import Commit, build_repo  # noqa: E402
-from tests.harness.lsp import open_editor  # noqa: E402
+from tests.harness.lsp import open_editor, wait_until  # noqa: E402
 
 REQUEST = "Answer first, in one sentence, what add does; change nothing."
 ANSWER_REPLY = "<nagent-response>add returns the sum of its two arguments.</nagent-response>"
@@ -95,7 +96,8 @@ async def lsp_runs(
         recorded = features["$/progress"]
 
         def on_progress(params: Any) -> Any:
-            message = getattr(params.value, "message", None) or ""
+            value = params.value  # a dict or an object, depending on how the client parsed it
+            message = (value.get("message") if isinstance(value, dict) else getattr(value, "message", None)) or ""
             if not tokens_at and " tokens" in message and not message.split(" · ")[1].startswith("0 "):
                 tokens_at.append(time.perf_counter())
             return recorded(params)
@@ -108,7 +110,12 @@ async def lsp_runs(
             answer_at.clear()
             tokens_at.clear()
             sent_wall, started = time.time(), time.perf_counter()
-            await asyncio.wait_for(editor.command("nagent.edit", {"uri": uri, "request": REQUEST}), GUARD)
+            request_id, pending = editor.start_command("nagent.edit", {"uri": uri, "request": REQUEST})
+            await wait_until(lambda: answer_at or tokens_at or pending.done(), GUARD)
+            if not pending.done():  # timed: the rest of the run is not (a CPU model's full run takes minutes)
+                editor.cancel_request(request_id)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(pending, GUARD)
             if i == 0:
                 continue  # the warm-up: the history index, imports, the first connection
             if answer_at:
@@ -132,6 +139,7 @@ def cli_first(workspace: Path, env: dict[str, str], target: Path) -> float | Non
     )
     first = child.stdout.read(1) if child.stdout else b""
     at = time.perf_counter()
+    child.terminate()  # timed: the rest of the run is not
     child.communicate(timeout=GUARD)
     return (at - started) * 1000 if first else None
 
@@ -199,11 +207,7 @@ def bench_llama(runs: int) -> tuple[dict[str, list[float]], str]:
         lsp = asyncio.run(lsp_runs(ws, home, env, targets[: runs + 1], settings, flusher))
         out["lsp"] = [ms for ms, _, _ in lsp]
         kinds = {kind for _, kind, _ in lsp}
-        for target in targets[runs + 1 :]:
-            flush(server.base_url, "gemma-3-270m")
-            cli = cli_first(ws, env, target)
-            if cli is not None:
-                out["cli"].append(cli)
+        # The CLI prints answer text only: the tiny model writes none, so its first character never comes (n/a).
     return out, "first answer character" if kinds == {"answer"} else "first live token count ($/progress)"
 
 

@@ -8,7 +8,6 @@ keeping LOG_FILE_BACKUPS older files. The editor never gets a traceback (lsp/log
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import sys
 
 MAX_RECORD = 4000  # characters of one log message
@@ -66,7 +65,10 @@ def setup_logging(verbose: int = 0, log_file: str | None = None) -> logging.Logg
     logger.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING)
     handler: logging.Handler
     if log_file:
-        handler = logging.handlers.RotatingFileHandler(
+        # Imported only with a log file: logging.handlers pulls in socket, pickle and queue (~20 ms at every start).
+        from logging.handlers import RotatingFileHandler
+
+        handler = RotatingFileHandler(
             log_file,
             maxBytes=LOG_FILE_BYTES,
             backupCount=LOG_FILE_BACKUPS,

@@ -63,7 +63,7 @@ async def test_initialize_advertises_what_exists(workspace, isolated_home, model
         assert wire["protocolVersion"] == 1
         assert caps["loadSession"] is True
         assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": True}
-        assert set(caps["sessionCapabilities"]) == {"list", "resume", "close"}  # no delete, fork: not implemented
+        assert set(caps["sessionCapabilities"]) == {"list", "resume", "close", "delete"}  # no fork: not implemented
         assert [m["type"] for m in wire["authMethods"]] == ["terminal"]
         assert wire["authMethods"][0]["args"] == ["acp", "--setup"]
         assert wire["agentInfo"]["name"] == "nagent-lsp"

@@ -180,6 +180,41 @@ class NagentAgent:
         mcp_servers.forget(session_id)
         return None
 
+    async def delete_session(self, session_id: str, **kwargs: Any) -> None:
+        """`session/delete` archives, never removes: the conversation file is moved aside in its folder as
+        `{name}-{uuid}` (what `nagent.conversation.clear` does; a running prompt is cancelled and finishes first),
+        the session is closed, and the file's empty conversation is no longer listed until a new prompt writes it."""
+        state = self.sessions.get(session_id)
+        ref = state.ref if state is not None else None
+        workspaces = [self._workspace(str(state.cwd))] if state is not None else []
+        workspaces += list(self.workspaces.values())
+        if ref is None and state is None:
+            try:
+                workspaces.append(self._workspace(os.getcwd()))  # a session of an earlier process: the agent's cwd
+            except RequestError:
+                pass
+            ref = next((r for w in workspaces if (r := find_ref(w, session_id)) is not None), None)
+            if ref is None:
+                raise RequestError.resource_not_found(f"session {session_id}")
+        if state is not None:
+            state.port.cancel_all()
+        if ref is not None:
+            await self._archive(workspaces[0], ref)
+        if state is not None:
+            self.sessions.pop(session_id, None)
+            state.port.close()
+            mcp_servers.forget(session_id)
+        return None
+
+    @staticmethod
+    async def _archive(workspace: Session, ref: ConversationRef) -> None:
+        from nagent_lsp.operations.conversation import store_for
+
+        store = store_for(workspace, Path(ref.path))
+        async with store.lock_for(ref):
+            archived = store.archive(ref)
+        log.info("session/delete: conversation of %s archived as %s", ref.path, archived)
+
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:

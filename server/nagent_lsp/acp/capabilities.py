@@ -1,5 +1,6 @@
-"""What `initialize` answers: exactly what is implemented (ACP v1) — sessions that load, list, resume and close;
-prompts with embedded context (no image, no audio); one auth method of type terminal (`nagent-lsp acp --setup`).
+"""What `initialize` answers: exactly what is implemented (ACP v1) — sessions that load, list, resume, close and
+delete (archive; advertised only when routed, acp.delete_route); prompts with embedded context (no image, no audio);
+one auth method of type terminal (`nagent-lsp acp --setup`).
 Light on purpose: `initialize` is answered before the engine is imported (`acp.entry`)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from acp.schema import (
     PromptCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionListCapabilities,
     SessionResumeCapabilities,
     TerminalAuthMethod,
@@ -30,7 +32,8 @@ def client_fs(client_capabilities: Any) -> tuple[bool, bool]:
     return bool(getattr(fs, "read_text_file", False)), bool(getattr(fs, "write_text_file", False))
 
 
-def initialize_response() -> InitializeResponse:
+def initialize_response(delete: bool = False) -> InitializeResponse:
+    """`delete`: whether session/delete is routed (acp.delete_route): advertised only then."""
     return InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=AgentCapabilities(
@@ -40,6 +43,7 @@ def initialize_response() -> InitializeResponse:
                 list=SessionListCapabilities(),
                 resume=SessionResumeCapabilities(),
                 close=SessionCloseCapabilities(),
+                delete=SessionDeleteCapabilities() if delete else None,
             ),
         ),
         auth_methods=[

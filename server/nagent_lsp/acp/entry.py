@@ -15,6 +15,7 @@ class LazyAgent:
         self._client: Any = None
         self._fs = (False, False)
         self._agent: Any = None
+        self.delete_routed = False  # session/delete is routed (acp.delete_route): then initialize advertises it
 
     def on_connect(self, conn: Any) -> None:
         self._client = conn
@@ -27,7 +28,7 @@ class LazyAgent:
         self._fs = client_fs(client_capabilities)
         if self._agent is not None:
             self._agent.fs_read, self._agent.fs_write = self._fs
-        return initialize_response()
+        return initialize_response(delete=self.delete_routed)
 
     def _real(self) -> Any:
         if self._agent is None:
@@ -53,6 +54,7 @@ for _name in (
     "load_session",
     "resume_session",
     "close_session",
+    "delete_session",
     "list_sessions",
     "set_config_option",
     "set_session_mode",

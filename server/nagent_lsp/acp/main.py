@@ -14,8 +14,9 @@ def run(args: argparse.Namespace) -> int:
         return setup()
     import asyncio
 
-    from acp import run_agent
+    from acp import AgentSideConnection
 
+    from nagent_lsp.acp.delete_route import add_delete_route
     from nagent_lsp.acp.entry import LazyAgent
 
     # session/resume and session/close are routed by the SDK only with its "unstable" methods turned on
@@ -24,7 +25,13 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> None:
         agent: Any = LazyAgent()  # the SDK's Agent protocol: the methods it advertises
         writer, reader = await guarded_stdio()
-        await run_agent(agent, writer, reader, use_unstable_protocol=True)
+        # what the SDK's run_agent does, with the session/delete route added before the first message is read
+        conn = AgentSideConnection(agent, writer, reader, listening=False, use_unstable_protocol=True)
+        agent.delete_routed = add_delete_route(conn, agent)
+        try:
+            await conn.listen()
+        finally:
+            await asyncio.shield(conn.close())
 
     asyncio.run(serve())
     return 0

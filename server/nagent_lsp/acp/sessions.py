@@ -63,12 +63,19 @@ def conversation_refs(session: Session, cwd: Path | None = None) -> list[Convers
         if not store.directory.is_dir():
             continue
         for ref in store.refs():
-            if ref.untitled or not ref.conversation_path.is_file():
-                continue
+            if ref.untitled or not _has_turns(ref.conversation_path):
+                continue  # no file yet, or an empty one (nothing run yet, or archived by session/delete)
             if cwd is not None and not _under(Path(ref.path), cwd):
                 continue
             seen.setdefault(ref.file_id, ref)
     return sorted(seen.values(), key=_mtime, reverse=True)
+
+
+def _has_turns(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def find_ref(session: Session, session_id: str) -> ConversationRef | None:

@@ -87,7 +87,9 @@ def main() -> None:
             shutil.rmtree(index_path.parent)
         ratio = [p / c for p, c in zip(times["patch"], times["cp"], strict=True)]
         rss_ratio = [r / size for r in rss["patch"]]
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"file: {size / 1e6:.1f} MB ({args.kind}), {args.repeat} interleaved runs, min/median/max")
+        print(f"load average (1/5/15 min) at the end: {load} on {os.cpu_count()} cores")
         print(f"{'':<8}{'seconds':>22}{'peak RSS MB':>26}")
         print(f"{'cp':<8}{stats(times['cp']):>22}{stats([r / 1e6 for r in rss['cp']]):>26}")
         print(f"{'patch':<8}{stats(times['patch']):>22}{stats([r / 1e6 for r in rss['patch']]):>26}")

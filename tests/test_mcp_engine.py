@@ -186,3 +186,13 @@ def test_cli_calls_a_tool_the_user_allows(workspace, isolated_home, model_env, f
     assert "the sum is in" in out.stdout
     convo = next((workspace / ".nagent" / "conversations").glob("app-*")).read_text()
     assert_called(convo, mark)
+
+
+def test_settings_never_show_an_mcp_servers_environment_values() -> None:
+    from nagent_lsp.config.settings import Source, merge
+
+    servers = {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_secret_value"}}}
+    resolved = merge([Source("defaults", {}), Source("user", {"mcpServers": servers})])
+    assert resolved.settings.mcpServers["gh"].env == {"GITHUB_TOKEN": "ghp_secret_value"}  # the server gets it
+    shown = json.dumps(resolved.settings.public())
+    assert "ghp_secret_value" not in shown and '"GITHUB_TOKEN": "[hidden]"' in shown

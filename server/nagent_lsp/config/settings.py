@@ -195,8 +195,12 @@ class Settings:
         return bool(self.api_key(environ) or self.baseUrl)
 
     def public(self) -> dict[str, Any]:
-        """Settings as JSON (camelCase, nested); holds the variable's name, never the key."""
-        return converter.unstructure(self)
+        """Settings as JSON (camelCase, nested); holds the variable's name, never the key, and the names of an MCP
+        server's environment variables, never their values (a token for the server often sits there)."""
+        data: dict[str, Any] = converter.unstructure(self)
+        for server in data.get("mcpServers", {}).values():
+            server["env"] = dict.fromkeys(server.get("env") or {}, "[hidden]")
+        return data
 
 
 # The nested settings classes: their keys may also be written dotted ("history.maxCommits").

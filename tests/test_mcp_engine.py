@@ -196,3 +196,12 @@ def test_settings_never_show_an_mcp_servers_environment_values() -> None:
     assert resolved.settings.mcpServers["gh"].env == {"GITHUB_TOKEN": "ghp_secret_value"}  # the server gets it
     shown = json.dumps(resolved.settings.public())
     assert "ghp_secret_value" not in shown and '"GITHUB_TOKEN": "[hidden]"' in shown
+
+
+def test_the_streamed_step_names_the_tool_as_soon_as_it_is_known() -> None:
+    from nagent_lsp.tags.stream import AnswerStream, action_step
+
+    stream = AnswerStream()
+    stream.feed('<nagent-tool name="calc/add">{"a"')
+    assert stream.step == "calling calc/add"
+    assert action_step(Tool("calc/add", "{}")) == "calling calc/add"

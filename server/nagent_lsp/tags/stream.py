@@ -139,7 +139,8 @@ class AnswerStream:
         head = self.text[start + 1 + len(name) : end]
         attrs = {m.group(1): m.group(2) if m.group(2) is not None else m.group(3) for m in _ATTR.finditer(head)}
         path = attrs.get("path")
-        self.step = step_label(name, path=self.show_path(path) if path else None)
+        tool = attrs.get("name") if name == Tool.tag else None  # "calling calc/add" as soon as its name is known
+        self.step = step_label(name, path=self.show_path(path) if path else None, command=tool)
         self._pos = end + 1
         if name == RESPONSE:
             self._answers += 1

@@ -53,6 +53,7 @@ from nagent_lsp.acp.sessions import (
 from nagent_lsp.config.state_root import git_toplevel
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.model import ModelError
+from nagent_lsp.operations.main_conversation import is_main
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationError, ConversationRef
 from nagent_lsp.tags.transcript import TurnStatus, last_turn_status
@@ -325,11 +326,8 @@ class NagentAgent:
         workspace = self._workspace(str(state.cwd))
         request, named, buffers = read_prompt(prompt)
         if state.ref is None:
-            if named is None:
-                raise UserError(
-                    "attach the file to work on (a resource or resource link): a session is one file's conversation"
-                )
-            state.ref = self._bind(workspace, state, named)
+            # No file named: the workspace's main conversation (one per folder, shared by every such session).
+            state.ref = self._bind(workspace, state, named) if named is not None else self._bind_main(workspace, state)
         path = Path(state.ref.path)
         for uri, text in buffers.items():  # the editor's own text of an attached file is its buffer
             if uri in (path.as_uri(), str(path)):
@@ -351,17 +349,26 @@ class NagentAgent:
         except ConversationError as exc:
             raise UserError(str(exc)) from None
 
+    @staticmethod
+    def _bind_main(workspace: Session, state: AcpSession) -> ConversationRef:
+        from nagent_lsp.operations.main_conversation import main_folder, main_ref
+
+        return main_ref(workspace, main_folder(workspace, state.cwd))
+
     async def run_edit(self, workspace: Session, state: AcpSession, request: str, recipe: str | None = None) -> str:
         assert state.ref is not None
         path = Path(state.ref.path)
         port = state.port
         port.streamed = False
-        if path not in port.buffers:
+        main = is_main(state.ref)  # the main conversation: `path` is the workspace folder, there is no file to show
+        if main and recipe is not None:
+            raise UserError("a recipe works on a file: attach one (a resource or resource link) in a file's session")
+        if not main and path not in port.buffers:
             await port.fetch_buffer(path)
         uri = path.as_uri()
         from nagent_lsp.acp.context_calls import context_calls
 
-        for call in await context_calls(workspace, path, port.next_id("run")):
+        for call in [] if main else await context_calls(workspace, path, port.next_id("run")):
             port.send(call)
         result = await self._engine_run(workspace, state, uri, request, recipe)
         if not port.streamed and result.response:
@@ -400,7 +407,8 @@ class NagentAgent:
             if state.profile is not None and "profile" in attrs.fields_dict(EditArgs):
                 extra: dict[str, Any] = {"profile": state.profile}  # contract D, when the engine has it
                 edit_args = attrs.evolve(edit_args, **extra)
-            return await edit(workspace, port, edit_args)
+            main = Path(state.ref.path) if state.ref is not None and is_main(state.ref) else None
+            return await edit(workspace, port, edit_args, main=main)
         finally:
             port.on_model_call = None
 

@@ -23,6 +23,7 @@ from nagent_lsp.operations.args import (
     SplitArgs,
     UriArgs,
 )
+from nagent_lsp.operations.main_conversation import is_main
 from nagent_lsp.operations.session import Session
 
 
@@ -74,6 +75,9 @@ async def run_command(agent: Runner, session: Session, state: AcpSession, text: 
     return "end_turn"
 
 
+FILE_COMMANDS = ("history", "coedits", "summarize", "compact", "split")  # about the session's own file
+
+
 async def _answer(session: Session, state: AcpSession, name: str, rest: str) -> str:
     from nagent_lsp.operations import history, review
 
@@ -82,6 +86,8 @@ async def _answer(session: Session, state: AcpSession, name: str, rest: str) -> 
     uri = path.as_uri()
     port = state.port
     words = rest.split()
+    if is_main(state.ref) and name in FILE_COMMANDS:  # the main conversation has no file of its own
+        raise UserError(f"/{name} works on a file: attach one in a file's session (this is the workspace's)")
     if name == "history":
         result = await asyncio.to_thread(history.history_result, session, HistoryArgs(uri=uri))
         return history.render_history_text(result)

@@ -3,7 +3,9 @@ identity (`fileId`, device:inode — it survives a rename and a save-by-replace,
 `session/load` and the LSP's `nagent.conversation.*` all name the same conversation file.
 
 A `session/new` has no file yet: it gets a provisional id and binds, at its first prompt, to the file the prompt
-names; the provisional id stays an alias of that conversation for this process.
+names — or, when it names none, to the workspace folder's main conversation (operations.main_conversation, session id
+`main:<folder's dev:ino>`, titled "workspace — …"); the provisional id stays an alias of that conversation for this
+process.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import attrs
 from nagent_lsp.acp.mcp_servers import McpServer
 from nagent_lsp.acp.port import AcpPort
 from nagent_lsp.operations.conversation import store_for
+from nagent_lsp.operations.main_conversation import is_main, main_ref
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
 from nagent_lsp.tags.transcript import USER_PROMPT, last_turn_status, parse_blocks
@@ -68,6 +71,9 @@ def conversation_refs(session: Session, cwd: Path | None = None) -> list[Convers
             if cwd is not None and not _under(Path(ref.path), cwd):
                 continue
             seen.setdefault(ref.file_id, ref)
+        main = main_ref(session, folder, create=False)  # the folder's main conversation, once it has a turn
+        if _has_turns(main.conversation_path) and (cwd is None or _under(folder, cwd) or _under(cwd, folder)):
+            seen.setdefault(main.file_id, main)
     return sorted(seen.values(), key=_mtime, reverse=True)
 
 
@@ -99,7 +105,7 @@ def _mtime(ref: ConversationRef) -> float:
 def title_of(ref: ConversationRef, folder: Path, text: str) -> str:
     """ "calc.py — make add handle floats": the file's relative path and the last request's first line."""
     try:
-        shown = Path(ref.path).relative_to(folder).as_posix()
+        shown = "workspace" if is_main(ref) else Path(ref.path).relative_to(folder).as_posix()
     except ValueError:
         shown = Path(ref.path).name
     last = next((b for b in reversed(parse_blocks(text)) if b.kind == USER_PROMPT), None)

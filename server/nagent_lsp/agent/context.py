@@ -85,7 +85,8 @@ def build_initial_context(  # noqa: PLR0913  2026-11-27: one keyword-only option
         parts.append(_wrapped("file-summary", _neutral(file_summary.strip())))
     if facts.date:
         parts.append(f"Today's date (UTC): {facts.date}")  # volatile: after everything a prompt cache can reuse
-    parts.append(_target(facts.target_path, target_text, target_version))
+    if facts.target_path:  # the main conversation has no target file to show
+        parts.append(_target(facts.target_path, target_text, target_version))
     if selection is not None:
         parts.append(_selection(facts.target_path, selection))
     return f"{OPEN_TAG}\n" + "\n\n".join(parts) + f"\n{CLOSE_TAG}"
@@ -98,7 +99,10 @@ def _instance(facts: InstanceFacts) -> str:
         f"- conversation: {facts.conversation}",
         f"- parent conversation: {facts.parent_conversation or 'none'}",
         f"- file id: {facts.file_id or 'unknown'}",
-        f"- file-edit target: {facts.target_path}",
+        # issue 24: an empty target_path is the workspace's main conversation (no file-edit target)
+        f"- file-edit target: {facts.target_path}"
+        if facts.target_path
+        else f"- main conversation of {facts.workspace_root or 'the workspace'} (no file-edit target)",
         "Environment:",
         f"- workspace root: {facts.workspace_root or 'none'}",
     ]

@@ -63,6 +63,9 @@ class EditSession:
     policy: Policy = field(default_factory=Policy)  # the agent's permissions (read narrows ReadRules here)
     uri: str = ""  # the target as the editor names it (default: its file URI); answer deltas carry it
     mcp: McpTools | None = None  # issue 24: the run's MCP servers and `tools` permission (<nagent-tool>)
+    # issue 24: the workspace's main conversation. There is no target file: `target` is the workspace folder (a
+    # directory, never read or staged as text) and every write goes through the workspace write policy.
+    main: bool = False
 
     def __post_init__(self) -> None:
         if self.base_text is None:

@@ -64,7 +64,7 @@ async def execute(session: EditSession, action: Action) -> str:
 
 
 def _is_target(session: EditSession, path: Path | None) -> bool:
-    return path is not None and path == session.target.resolve()
+    return not session.main and path is not None and path == session.target.resolve()  # main mode: no target
 
 
 def _names_target(session: EditSession, path_str: str) -> bool:

@@ -33,6 +33,10 @@ async def resolve_write(session: EditSession, path_str: str) -> WriteTarget:
     """Where a write of `path_str` may go, or `Refused` with the reason the model reads."""
     if not path_str or "\0" in path_str:
         raise Refused("write not allowed: empty or invalid path")
+    if session.main:  # the main conversation has no target nor splits of one: the workspace rule alone decides
+        if session.settings.writeScope == "target":
+            raise Refused('write not allowed: the main conversation has no target (the writeScope setting is "target")')
+        return await _permitted(session, _workspace_write(session, path_str))
     segments: set[Path] = set()
     for split in trusted_splits_of(session.splits_root(), session.target, session.read_rules(), session.file_id):
         session.splits.remember(split)
@@ -48,6 +52,11 @@ async def resolve_write(session: EditSession, path_str: str) -> WriteTarget:
         if session.settings.writeScope == "target":
             raise Refused(f'{exc.reason} (the writeScope setting is "target")') from None
         where = _workspace_write(session, path_str)
+    return await _permitted(session, where)
+
+
+async def _permitted(session: EditSession, where: WriteTarget) -> WriteTarget:
+    """The session's write permission (the agent's allow/ask/deny) has the last word on a write the scope allows."""
     allowed = session.write_permission(where.path)
     if inspect.isawaitable(allowed):
         allowed = await allowed

@@ -42,6 +42,7 @@ from nagent_lsp.operations.context_info import rules_context
 from nagent_lsp.operations.conversation import store_for
 from nagent_lsp.operations.deliver import RunResult, conversation_record
 from nagent_lsp.operations.edit_targets import refuse_state_file, with_message
+from nagent_lsp.operations.main_conversation import is_main, main_ref
 from nagent_lsp.operations.profiles import checked_profile, with_profile
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.conversations import ConversationRef
@@ -130,16 +131,20 @@ async def edit(
     args: EditArgs,
     finish: Callable[[str], str] | None = None,
     conversation: Callable[[str], str] | None = None,
+    main: Path | None = None,
 ) -> EditResult:
     """`finish` post-processes the staged text before delivery (the code-action path removes its comment);
     `conversation` rewrites the conversation's text as the run reads it, under the run lock
-    (`nagent.conversation.send` takes out the draft that became the request)."""
+    (`nagent.conversation.send` takes out the draft that became the request). `main`: a workspace folder — the
+    request runs in that folder's main conversation (operations.main_conversation), with no target file;
+    `args.uri` is then not read."""
     if not args.request.strip():
         raise InvalidArgument("request", "must not be blank")
     selection_of("", args.range)  # a malformed range is refused before anything starts
     profile = checked_profile(session.settings, args.profile)
     check_configured(model_settings(session.settings, profile), session.environ)  # "no model" first
-    path = target_path(session, args.uri)
+    # Main mode: `path` is the workspace folder; it is never read nor written as a file (EditSession.main).
+    path = main if main is not None else target_path(session, args.uri)
     agent = with_profile(session.settings, find_agent(session, session.state_root(path).path, args.agent), profile)
     settings = run_settings(session.settings, agent)  # the agent's model, temperature and maxSteps
     model = configured_model(settings, session.environ)
@@ -148,7 +153,7 @@ async def edit(
         finish = None  # plan/explain change nothing, not even the comment that asked for them
     store = store_for(session, path)  # one store per state root for the server's life: its locks serialise runs
     state_root = store.state_root
-    ref = store.resolve(path)
+    ref = main_ref(session, path) if main is not None else store.resolve(path)
     async with store.lock_for(ref):
         progress = await port.begin_progress(f"nagent: {path.name}")
         try:
@@ -180,8 +185,9 @@ async def _run(
 ) -> EditResult:
     policy = policy_of(agent)
     rules = read_rules(session, path)
-    base = await read_source_async(port, path, rules)
-    base_text, base_version = base.text, base.version
+    main = is_main(ref)  # no target file: nothing of one is read, staged or described (only the workspace fact)
+    base = None if main else await read_source_async(port, path, rules)
+    base_text, base_version = (base.text, base.version) if base is not None else ("", None)
     folders = list(rules.folders)
     secrets = tuple(filter(None, [settings.api_key(session.environ)]))
     convo = ConversationFile.open(ref.conversation_path, port, secrets, deny_read=settings.denyRead)
@@ -191,7 +197,7 @@ async def _run(
 
     def context_for(conversation: str, invocation: str, with_target: bool = True) -> str:
         facts = InstanceFacts.gather(
-            target_path=str(path),
+            target_path="" if main else str(path),  # "": agent.context writes the main-conversation fact instead
             file_id=ref.file_id,
             conversation=conversation,
             workspace_root=str(folders[0]),
@@ -206,15 +212,15 @@ async def _run(
             facts,
             file_history=extras.get("history", ""),
             file_summary=extras.get("summary", ""),
-            selection=selection_of(base_text, args.range) if with_target else None,
-            target_text=base_text if (small and with_target) else None,
+            selection=selection_of(base_text, args.range) if with_target and not main else None,
+            target_text=base_text if (small and with_target and not main) else None,
             target_version=base_version,
             agent=(agent.name, agent.instructions) if agent.instructions else None,
             rules_files=team_rules,
             tools=tools.describe() if tools is not None else "",
         )
 
-    extras = await _context_extras(session, path, base_text)
+    extras = {} if main else await _context_extras(session, path, base_text)  # a file's history and summary
     convo.set_context(context_for(ref.conversation, "user"), save=False)
     convo.append(user_prompt_block(args.request))  # one write for both
     run = EditSession(
@@ -236,6 +242,7 @@ async def _run(
         secrets=secrets,
         base_text=base_text,
         mcp=tools,
+        main=main,
     )
     mentioned = read_mentions(args.request, run.read_rules(), port, folders[0] if folders else path.parent)
     convo.append(*mentioned.blocks)  # recorded after the request, as the reads a model would have asked for
@@ -304,8 +311,10 @@ async def _deliver(
         if outside:
             result = attrs.evolve(result, outsideSelection=True, outsideLines=outside)
     preview = args.preview if args.preview is not None else session.settings.confirmEdits
+    # A proposal names one file as its target; the main conversation has none, so its first changed file stands in.
+    proposal_target = changes[0].path if run.main else path
     delivery = await deliver_or_propose(
-        session, port, state_root, changes, target=path, request=args.request, convo=convo,
+        session, port, state_root, changes, target=proposal_target, request=args.request, convo=convo,
         conversation=result.conversation, progress=progress, preview=preview,
     )  # fmt: skip
     result = result.delivered(delivery)

@@ -269,7 +269,6 @@ class LspError(Exception):
         self.error = error
 
 
-
 async def _content_length(stdout: asyncio.StreamReader) -> int:
     """Read one message's headers; its Content-Length (0 when none was sent)."""
     length = 0
@@ -281,6 +280,7 @@ async def _content_length(stdout: asyncio.StreamReader) -> int:
             length = int(line.split(b":")[1])
         elif line in (b"\r\n", b"\n"):
             return length
+
 
 class Server:
     """`python -m nagent_lsp` as a subprocess, spoken to with a minimal JSON-RPC client (every notification kept with

@@ -91,15 +91,17 @@ def build(commits: list[RawCommit], head: str | None = None) -> RepoIndex:
 
 
 def test_lineage_follows_renames_and_a_reused_name_does_not_leak() -> None:
-    index = build([
-        raw(0, [("A", "b.py", None), ("A", "x.py", None)]),
-        raw(1, [("M", "b.py", None)]),
-        raw(2, [("R", "c.py", "b.py")]),            # b -> c
-        raw(3, [("A", "a.py", None)]),
-        raw(4, [("M", "a.py", None), ("M", "x.py", None)]),
-        raw(5, [("R", "b.py", "a.py")]),            # a -> b: the name b.py is reused
-        raw(6, [("M", "b.py", None), ("M", "c.py", None)]),
-    ])
+    index = build(
+        [
+            raw(0, [("A", "b.py", None), ("A", "x.py", None)]),
+            raw(1, [("M", "b.py", None)]),
+            raw(2, [("R", "c.py", "b.py")]),  # b -> c
+            raw(3, [("A", "a.py", None)]),
+            raw(4, [("M", "a.py", None), ("M", "x.py", None)]),
+            raw(5, [("R", "b.py", "a.py")]),  # a -> b: the name b.py is reused
+            raw(6, [("M", "b.py", None), ("M", "c.py", None)]),
+        ]
+    )
     lin = index.lineage(b"b.py")
     assert hashes(lin) == [H[6], H[5], H[4], H[3]]
     assert [c.path for c in lin.commits] == ["b.py", "b.py", "a.py", "a.py"]
@@ -118,10 +120,12 @@ def test_lineage_follows_renames_and_a_reused_name_does_not_leak() -> None:
 
 def test_non_utf8_names_and_paths_are_kept_as_bytes_and_shown_readably() -> None:
     odd = b"r\xe9sum\xe9.txt"
-    index = build([
-        raw(0, [("A", odd, None), ("A", "f.py", None)], author=b"David K\xe5gedal", subject=b"caf\xe9 \xff\xfe"),
-        raw(1, [("M", "f.py", None), ("M", odd, None)]),
-    ])
+    index = build(
+        [
+            raw(0, [("A", odd, None), ("A", "f.py", None)], author=b"David K\xe5gedal", subject=b"caf\xe9 \xff\xfe"),
+            raw(1, [("M", "f.py", None), ("M", odd, None)]),
+        ]
+    )
     lin = index.lineage(odd)
     assert hashes(lin) == [H[1], H[0]] and lin.commits[0].raw_path == odd
     assert lin.commits[1].author == "David Kågedal" and lin.commits[1].subject == "café ÿþ"
@@ -247,15 +251,17 @@ def test_coedit_levels_cap_ignore_list_and_own_names() -> None:
     sets = [
         ("h1", ["f.py", "g.py"]),
         ("h2", ["f.py", "g.py", "t.py"]),
-        ("h3", ["f_old.py", "t.py"]),                      # the file's former name is never a partner
+        ("h3", ["f_old.py", "t.py"]),  # the file's former name is never a partner
         ("h4", ["f.py", "x.py"]),
-        ("h5", ["f.py"] + [f"m{i}" for i in range(10)]),   # over the cap: skipped, and not in the denominator
-        ("h6", ["f.py", "g.py", "y.py"]),                  # listed in the ignore file
+        ("h5", ["f.py"] + [f"m{i}" for i in range(10)]),  # over the cap: skipped, and not in the denominator
+        ("h6", ["f.py", "g.py", "y.py"]),  # listed in the ignore file
     ]
     table = coedit_table(sets, {"f.py", "f_old.py"}, max_changeset_files=5, ignored=lambda h: h == "h6")
     assert table.commits == 4 and table.skipped == 2
     assert [(r.path, r.count, r.level, r.percent) for r in table.rows] == [
-        ("g.py", 2, "high", 50), ("t.py", 2, "high", 50), ("x.py", 1, "medium", 25),
+        ("g.py", 2, "high", 50),
+        ("t.py", 2, "high", 50),
+        ("x.py", 1, "medium", 25),
     ]
     assert level(0.5) == "high" and level(0.2) == "medium" and level(0.19) == "low"
     assert len(coedit_table([("h", ["f"] + [f"p{i:02d}" for i in range(30)])], {"f"}, 50).rows) == 20
@@ -328,8 +334,15 @@ def test_read_head_symbolic_packed_detached_and_worktree_file(tmp_path: Path) ->
 def test_card_and_block_use_summaries_when_present() -> None:
     index = build([raw(0, [("A", "f.py", None)], author=b"Ann"), raw(1, [("M", "f.py", None)], author=b"Bob")])
     lin = index.lineage(b"f.py")
-    view = HistoryView("f.py", "/repo", lin.commits, 2, True, CoeditTable(2, ()),
-                       summary=lambda c: "did things" if c.hash == H[1] else None)
+    view = HistoryView(
+        "f.py",
+        "/repo",
+        lin.commits,
+        2,
+        True,
+        CoeditTable(2, ()),
+        summary=lambda c: "did things" if c.hash == H[1] else None,
+    )
     card = hover_card(view, authors_of(lin.commits), 3, lin.commits[1], "")
     assert "2 commits by 2 authors" in card and "Ann (1), Bob (1)" in card
     assert f"`{H[1][:7]}` Bob: did things" in card and "**Line 3** last changed" in card and "subject 0" in card
@@ -376,8 +389,10 @@ def test_streamed_build_equals_commit_by_commit_build() -> None:
 def normalised(index: RepoIndex) -> dict:
     p = index.paths
     return {
-        "commits": [(c.hash, c.parents, c.author, c.time, c.subject, sorted(c.changes, key=repr))
-                    for c in raw_commits(index, range(len(index)))],
+        "commits": [
+            (c.hash, c.parents, c.author, c.time, c.subject, sorted(c.changes, key=repr))
+            for c in raw_commits(index, range(len(index)))
+        ],
         "by_path": {p[k]: list(v) for k, v in index.by_path.items()},
         "renames": sorted((c, p[o], p[n]) for n, moves in index.renames_into.items() for c, o in moves),
         "renames_from": sorted((c, p[o], p[n]) for o, moves in index.renames_from.items() for c, n in moves),

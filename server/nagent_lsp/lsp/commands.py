@@ -118,9 +118,7 @@ class HasCommands(Protocol):
 T = TypeVar("T", bound=HasCommands)
 
 
-def register_command(
-    server: T, name: str, args_type: type[A], handler: Callable[[T, A], object]
-) -> None:
+def register_command(server: T, name: str, args_type: type[A], handler: Callable[[T, A], object]) -> None:
     """Add a row to the server's command table."""
     server.commands.add(server, name, args_type, handler)
 

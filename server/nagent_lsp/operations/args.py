@@ -152,3 +152,11 @@ class TrustArgs:
 
     uri: str | None = None
     hash: str | None = None
+
+
+@attrs.frozen
+class AttributionArgs:
+    """`nagent.attribution.at`: the line (0-based, in the buffer as it is now) of a document."""
+
+    uri: str
+    line: int

@@ -37,6 +37,7 @@ from nagent_lsp.core.ports import FileOutcome
 from nagent_lsp.history.ai_notes import SESSION_KEY, AiNotes, new_trace, render_log, session_id
 from nagent_lsp.history.git import GitError, GitRepository
 from nagent_lsp.history.refs import read_head
+from nagent_lsp.operations.args import AttributionArgs
 from nagent_lsp.operations.session import Session
 from nagent_lsp.store.attribution_ledger import Ledger, RunRecord, Track, line_hash
 from nagent_lsp.store.files import read_disk_text
@@ -68,12 +69,6 @@ def running(settings: Settings, agent: str | None) -> None:
     """The run in this task uses `settings`' model (a profile's model id when it names one) as `agent`."""
     profile = settings.models.get(settings.model)
     RUN.set(RunInfo(profile.model if profile is not None else settings.model, agent))
-
-
-@attrs.frozen
-class AttributionArgs:
-    uri: str
-    line: int
 
 
 @attrs.frozen
@@ -306,6 +301,7 @@ def observed(session: Session, path: Path, text: str) -> None:
 
 # -- reading: which run wrote a line -----------------------------------------------------------------------------------
 
+
 def service_for(session: Session, path: Path) -> tuple[HistoryService, str] | None:
     """The repository's history service (its git) and the file's path in it; None outside git or the read rules.
     Never starts an index build: attribution needs git, not the history index."""
@@ -417,9 +413,7 @@ def foreign_attribution(notes: AiNotes, commit: str, path: str, line: int) -> At
     tool, model = str(agent_id.get("tool") or "an AI tool"), agent_id.get("model")
     shown = f"session {sid}" if SESSION_KEY.match(key) else f"prompt {key}"
     message = f"written by {tool}" + (f", model {model}" if model else "") + f", {shown} (commit {commit[:7]})"
-    return Attribution(
-        "notes", tool, message, model=str(model) if model else None, sessionId=sid, commit=commit
-    )
+    return Attribution("notes", tool, message, model=str(model) if model else None, sessionId=sid, commit=commit)
 
 
 def attribution_at(session: Session, args: AttributionArgs, text: str | None = None) -> AttributionResult:
@@ -547,9 +541,7 @@ def hover_line(session: Session, path: Path, line: int, text: str | None, commit
     return shown
 
 
-def _foreign_for_hover(
-    session: Session, path: Path, line: int, text: str | None, commit: str
-) -> Attribution | None:
+def _foreign_for_hover(session: Session, path: Path, line: int, text: str | None, commit: str) -> Attribution | None:
     from nagent_lsp.config.state_root import git_toplevel
 
     top = git_toplevel(str(path.parent))

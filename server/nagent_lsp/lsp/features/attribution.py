@@ -13,7 +13,7 @@ from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.lsp.commands import register_command
 from nagent_lsp.lsp.port import LspPort
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.operations.attribution import AttributionArgs
+from nagent_lsp.operations.args import AttributionArgs  # light: the operation itself loads at the first call
 
 if TYPE_CHECKING:
     from nagent_lsp.operations.attribution import AttributionResult

@@ -15,14 +15,16 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types
 
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.lsp.server import NagentServer
-from nagent_lsp.operations.code_actions import Offer
+
+if TYPE_CHECKING:  # the edit stack loads at the first code action, not at start-up (issue 29)
+    from nagent_lsp.operations.code_actions import Offer
 
 log = logging.getLogger("nagent_lsp")
 
@@ -149,6 +151,8 @@ async def _publish(server: NagentServer, uri: str) -> None:
 
 def offers(server: NagentServer, uri: str, start: int, end: int) -> list[Offer]:
     """The code actions on lines start..end of `uri`: include each hinted partner, open its conversation."""
+    from nagent_lsp.operations.code_actions import Offer
+
     found: list[Offer] = []
     for mark in marks_of(server).by_uri.get(uri, []):
         if mark.partner is None or not start <= mark.line <= max(start, end):

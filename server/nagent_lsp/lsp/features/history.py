@@ -44,9 +44,7 @@ def register(server: NagentServer) -> None:
         source = buffer.text if buffer is not None else None
         try:
             # warm answers are memory lookups; a thread keeps a cold first query's git call off the event loop
-            text = await asyncio.to_thread(
-                history.hover_markdown, ls.session, path, line, started=started, text=source
-            )
+            text = await asyncio.to_thread(history.hover_markdown, ls.session, path, line, started=started, text=source)
         except Exception:  # noqa: BLE001 - a hover must never turn into an error popup
             log.exception("history hover failed for %s", path)
             return None

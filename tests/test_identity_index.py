@@ -289,6 +289,9 @@ class ShowPort:
         self.shown.append(path)
         return self.shows
 
+    def read_buffer(self, path: Path) -> None:
+        return None  # no open buffers: conversations are read from the disk
+
 
 async def test_conversation_commands(ws: Path) -> None:
     session = Session(workspace_folders=[ws])
@@ -300,7 +303,7 @@ async def test_conversation_commands(ws: Path) -> None:
     assert conv.parent == ws / ".nagent" / "conversations" and conv.read_text() == ""
     assert (ws / ".nagent" / ".gitignore").exists()
     reopened = to_wire(await wf.open_conversation(session, ShowPort(False), UriArgs(f.as_uri())))
-    assert reopened == {"path": str(conv), "shown": False}
+    assert reopened == {"path": str(conv), "shown": False, "draftLine": 0}  # an empty conversation: type on line 0
 
     listed = to_wire(wf.list_conversations(session))
     assert listed == {"files": [{"fileId": file_id_for(f), "path": str(f), "conversation": str(conv)}]}

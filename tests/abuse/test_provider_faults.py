@@ -100,7 +100,7 @@ class Session:
         self.reports: list[str] = []
         self.tokens = type("T", (), {"add": lambda self, usage: None})()
 
-    async def ask_model(self, messages: list[Message]) -> Reply:
+    async def ask_model(self, messages: list[Message], turn: int = 0) -> Reply:
         self.calls += 1
         notice = retry_notice.get()
         if notice is not None:

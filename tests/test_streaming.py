@@ -212,3 +212,19 @@ def test_step_labels():
     assert action_step(Write("calc.py", "x = 1\n")) == "writing calc.py"
     assert action_step(Shell("  pytest -q")) == "running pytest"
     assert step_label("nagent-shell", command="") == "running a command"
+
+
+def test_a_long_reply_keeps_only_its_undecided_tail():
+    """A 10,000-line write in 50,000 pieces: the scanner keeps a bounded tail (appending to and searching the
+    whole reply per piece was quadratic: 15 s of CPU for one reply), and still gives the answer after it whole."""
+    answer = AnswerStream()
+    body = "".join(f"line {i} of the file\n" for i in range(10_000))
+    reply = f'<nagent-write path="calc.py">\n{body}</nagent-write>\n<nagent-response>all done</nagent-response>'
+    pieces = [reply[i : i + 5] for i in range(0, len(reply), 5)]
+    shown, largest = [], 0
+    for piece in pieces:
+        shown.append(answer.feed(piece))
+        largest = max(largest, len(answer._buf))
+    assert "".join(shown) == "all done" and answer.chars == len(reply)
+    assert largest < 64, largest
+    assert answer.step == "answering"

@@ -16,7 +16,7 @@ from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.agent.splits import StagedSplits
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.errors import SplitError
-from nagent_lsp.core.model import Message, Reply, estimate_tokens
+from nagent_lsp.core.model import Message, Reply
 from nagent_lsp.core.ports import EditorPort, Progress
 from nagent_lsp.llm.tokens import Tokens
 from nagent_lsp.store.split_index import read_segment
@@ -170,7 +170,8 @@ class LiveAnswer:
         now = time.monotonic()
         if self.answer.step != self._reported_step or now - self._reported_at >= LIVE_REPORT_EVERY:
             self._reported_at, self._reported_step = now, self.answer.step
-            session.report(live_status(session, self.turn, estimate_tokens(self.answer.text), self.answer.step))
+            tokens = (self.answer.chars + 3) // 4  # estimate_tokens' ceil(chars / 4), without keeping the reply's text
+            session.report(live_status(session, self.turn, tokens, self.answer.step))
 
     def finish(self) -> None:
         """The reply ended (or failed): one `done`, so the editor knows the next delta starts a new reply."""

@@ -154,3 +154,39 @@ async def test_acp_session_new_checks_its_mcp_servers(workspace, isolated_home, 
         assert "duplicate MCP server name 'calc'" in refused.value.data["message"]
         ok = await conn.new_session(cwd=str(workspace), mcp_servers=servers[:1])
         assert ok.session_id
+
+
+WHERE_SERVER = '''
+import os, sys
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("where")
+PARENT = sys.argv[1]
+
+
+@app.tool()
+def where() -> str:
+    """Whether the process that started this server is visible."""
+    return f"parent visible: {os.path.exists('/proc/' + PARENT)}; key: {'OPENAI_API_KEY' in os.environ}"
+
+
+app.run("stdio")
+'''
+
+
+async def test_an_mcp_server_runs_isolated_like_a_shell_command(tmp_path: Path, monkeypatch) -> None:
+    """An MCP server is a process the server starts: like shell commands and git it gets a PID namespace of its own
+    (the server's /proc, its memory and environ, is not there) and no key variable."""
+    import os
+
+    from nagent_lsp.core.isolation import namespace_prefix_blocking
+
+    if namespace_prefix_blocking() is None:
+        pytest.skip("no PID namespace on this system (the fallback makes the server non-dumpable)")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-reach-the-mcp-server")
+    script = tmp_path / "where_server.py"
+    script.write_text(WHERE_SERVER, encoding="utf-8")
+    server = McpServer("where", "stdio", command=sys.executable, args=(str(script), str(os.getpid())))
+    async with McpTools.open([server]) as tools:
+        block = await tools.call(parse_call("where/where", "{}"), ToolPolicy(), Asking("Allow"))
+    assert "parent visible: False; key: False" in block, block

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import attrs
 
 from nagent_lsp.config.settings import McpServerSetting
+from nagent_lsp.core.isolation import make_undumpable, namespace_prefix
 from nagent_lsp.tags.transcript import render_block
 
 if TYPE_CHECKING:
@@ -179,7 +180,14 @@ class McpTools:
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
         assert server.command is not None
-        params = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env) or None)
+        # A server runs like a shell command: in a PID namespace of its own where the system allows (the server's
+        # /proc, with its memory, is not there for it), else the server is made non-dumpable first. Its
+        # environment is the SDK's short default list plus the configured `env`: no key variable.
+        prefix = await namespace_prefix()
+        if prefix is None:
+            make_undumpable()
+        argv = [*(prefix or []), server.command, *server.args]
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(server.env) or None)
         streams = await stack.enter_async_context(stdio_client(params))
         session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
         await session.initialize()

@@ -428,15 +428,7 @@ Asynchronous (it calls the model): returns the job."
     (nagent-command-async
      "nagent.conversation.summarize" (nagent--uri-argument)
      :label "summarizing conversation"
-     :then (lambda (res)
-             (let ((buf (get-buffer-create "*nagent-conversation-summary*")))
-               (with-current-buffer buf
-                 (let ((inhibit-read-only t))
-                   (erase-buffer)
-                   (insert (or (plist-get res :summary) "") "\n")
-                   (goto-char (point-min)))
-                 (special-mode))
-               (display-buffer buf))))))
+     :then (lambda (res) (nagent--show-text "*nagent-conversation-summary*" (plist-get res :summary))))))
 
 ;;;###autoload
 (defun nagent-conversation-list ()

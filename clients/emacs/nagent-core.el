@@ -268,5 +268,17 @@ A plist (:title CHOICE), or :null when the user gave no answer."
         ((listp proposal) (plist-get proposal :id))))
 
 
+(defun nagent--show-text (name text)
+  "Show TEXT in a read-only buffer NAME (created or emptied) and display it."
+  (let ((buf (get-buffer-create name)))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (or text "") "\n")
+        (goto-char (point-min)))
+      (special-mode))
+    (display-buffer buf)))
+
+
 (provide 'nagent-core)
 ;;; nagent-core.el ends here

@@ -127,15 +127,7 @@ result's :summary is the text."
     (nagent-command-async
      "nagent.summarize" (nagent--uri-argument)
      :label (format "summarizing %s" (file-name-nondirectory file))
-     :then (lambda (res)
-             (let ((buf (get-buffer-create "*nagent-summary*")))
-               (with-current-buffer buf
-                 (let ((inhibit-read-only t))
-                   (erase-buffer)
-                   (insert (or (plist-get res :summary) "") "\n")
-                   (goto-char (point-min)))
-                 (special-mode))
-               (display-buffer buf))))))
+     :then (lambda (res) (nagent--show-text "*nagent-summary*" (plist-get res :summary))))))
 
 (defun nagent-status-text (status)
   "One line describing the nagent.status result STATUS."

@@ -47,18 +47,8 @@ local function file_path(file)
   return vim.uri_to_fname(file.uri)
 end
 
-local function real(path)
-  return vim.fn.resolve(vim.fn.fnamemodify(path, ":p"))
-end
-
 local function loaded_buffer(path)
-  local want = real(path)
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and vim.api.nvim_buf_get_name(b) ~= ""
-      and real(vim.api.nvim_buf_get_name(b)) == want then
-      return b
-    end
-  end
+  return ui().loaded_buffer(path)
 end
 
 local function keys_text()

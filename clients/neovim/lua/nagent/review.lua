@@ -64,18 +64,11 @@ local function header(state, h)
 end
 
 local function real(path)
-  return vim.fn.resolve(vim.fn.fnamemodify(path, ":p"))
+  return ui().real_path(path)
 end
 
--- The loaded buffer visiting `path`, if any.
 local function loaded_buffer(path)
-  local want = real(path)
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(b) and vim.api.nvim_buf_get_name(b) ~= "" and vim.bo[b].buftype == ""
-      and real(vim.api.nvim_buf_get_name(b)) == want then
-      return b
-    end
-  end
+  return ui().loaded_buffer(path)
 end
 
 -- The current text of `path` as (lines, eol): the loaded buffer visiting it, else the file on disk.

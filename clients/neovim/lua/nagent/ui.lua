@@ -20,6 +20,26 @@ local function room()
   return math.max(space - 1, 20)
 end
 
+--- The canonical path of `path` (absolute, symlinks resolved): how two names of one file compare equal.
+---@param path string
+---@return string
+function M.real_path(path)
+  return vim.fn.resolve(vim.fn.fnamemodify(path, ":p"))
+end
+
+--- The loaded, ordinary buffer visiting `path`, if any.
+---@param path string
+---@return integer|nil
+function M.loaded_buffer(path)
+  local want = M.real_path(path)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and vim.api.nvim_buf_get_name(b) ~= ""
+      and M.real_path(vim.api.nvim_buf_get_name(b)) == want then
+      return b
+    end
+  end
+end
+
 --- One line that fits: the first line of `text`, cut with "…" to `width` display cells.
 ---@param text any
 ---@param width? integer display cells (default: the message area's room)

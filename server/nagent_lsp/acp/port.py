@@ -23,7 +23,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, Records, ReviewMark
+from nagent_lsp.core.ports import (
+    ApplyOutcome,
+    Buffer,
+    FileChange,
+    FileOutcome,
+    Progress,
+    Records,
+    ReviewMark,
+    apply_as_change_set,
+)
 from nagent_lsp.operations.disk_apply import apply_on_disk, on_disk, outcomes, write_records
 from nagent_lsp.text.merge import Current, plan_change_set
 
@@ -148,9 +157,7 @@ class AcpPort:
         return text
 
     async def apply_change(self, change: FileChange) -> ApplyOutcome:
-        outcome = await self.apply_changes([change], change.label)
-        final = outcome.files[0].final_text if outcome.files else outcome.final_text
-        return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
+        return await apply_as_change_set(self, change)
 
     async def apply_changes(
         self, changes: Sequence[FileChange], label: str, records: Records | None = None

@@ -153,6 +153,14 @@ class EditorPort(Protocol):
     def log(self, level: str, message: str) -> None: ...
 
 
+async def apply_as_change_set(port: EditorPort, change: FileChange) -> ApplyOutcome:
+    """`apply_change` in terms of `apply_changes`, for every port: one file is a change set of one (the same merge,
+    transaction and records), reported with that file's final text."""
+    outcome = await port.apply_changes([change], change.label)
+    final = outcome.files[0].final_text if outcome.files else outcome.final_text
+    return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
+
+
 class ChatModel(Protocol):
     """A configured chat model (the openai SDK behind it, any OpenAI-compatible endpoint)."""
 

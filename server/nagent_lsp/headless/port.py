@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress, Records, ReviewMark
+from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, Progress, Records, ReviewMark, apply_as_change_set
 from nagent_lsp.operations.disk_apply import apply_on_disk
 
 # Set to 1 to print the answer as it streams even when stdout is no terminal (tests, benchmarks), 0 never to.
@@ -48,9 +48,7 @@ class DiskPort:
         return None  # no editor buffers: callers read the disk
 
     async def apply_change(self, change: FileChange) -> ApplyOutcome:
-        outcome = await self.apply_changes([change], change.label)
-        final = outcome.files[0].final_text if outcome.files else outcome.final_text
-        return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
+        return await apply_as_change_set(self, change)
 
     async def apply_changes(
         self, changes: Sequence[FileChange], label: str, records: Records | None = None

@@ -19,7 +19,16 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from nagent_lsp.core.ports import ApplyOutcome, Buffer, FileChange, FileOutcome, Progress, Records, ReviewMark
+from nagent_lsp.core.ports import (
+    ApplyOutcome,
+    Buffer,
+    FileChange,
+    FileOutcome,
+    Progress,
+    Records,
+    ReviewMark,
+    apply_as_change_set,
+)
 from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.store.files import read_disk_text
@@ -86,9 +95,7 @@ class LspPort:
 
     # -- changing ------------------------------------------------------------------------------------
     async def apply_change(self, change: FileChange) -> ApplyOutcome:
-        outcome = await self.apply_changes([change], change.label)
-        final = outcome.files[0].final_text if outcome.files else outcome.final_text
-        return ApplyOutcome(outcome.applied, outcome.edits, outcome.reason, final, outcome.files, outcome.conflict)
+        return await apply_as_change_set(self, change)
 
     async def apply_changes(
         self, changes: Sequence[FileChange], label: str, records: Records | None = None

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import attrs
-import cattrs
 
-from nagent_lsp.config.convert import UNKNOWN, converter, describe_value, problems
+from nagent_lsp.config.checks import UNKNOWN, describe_value
 from nagent_lsp.core.errors import InvalidArgument
 from nagent_lsp.core.identity import uri_to_path
 
@@ -33,6 +32,10 @@ def parse_args(cls: type[T], raw: object) -> T:
         raise InvalidArgument("arguments", f"expected a JSON object, got {describe_value(raw)}")
     for field, problem in bad_strings(raw):
         raise InvalidArgument(field or "arguments", problem)
+    import cattrs  # at the first command, not at import: `file_argument` (the CLI's history) needs no converter
+
+    from nagent_lsp.config.convert import converter, problems
+
     try:
         return converter.structure(raw, cls)
     except cattrs.BaseValidationError as exc:

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import attrs
-import cattrs
 
-from nagent_lsp.config.convert import UNKNOWN, Between, Check, converter, problems
+from nagent_lsp.config.checks import UNKNOWN, Between, Check
 from nagent_lsp.core.secret_env import process_environ
 
 DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")
@@ -197,6 +196,8 @@ class Settings:
     def public(self) -> dict[str, Any]:
         """Settings as JSON (camelCase, nested); holds the variable's name, never the key, and the names of an MCP
         server's environment variables, never their values (a token for the server often sits there)."""
+        from nagent_lsp.config.convert import converter
+
         data: dict[str, Any] = converter.unstructure(self)
         for server in data.get("mcpServers", {}).values():
             server["env"] = dict.fromkeys(server.get("env") or {}, "[hidden]")
@@ -204,7 +205,8 @@ class Settings:
 
 
 # The nested settings classes: their keys may also be written dotted ("history.maxCommits").
-GROUPS = {f.name for f in attrs.fields(attrs.resolve_types(Settings)) if f.type and attrs.has(f.type)}
+# (from the defaults, not the annotations: resolving Settings' string annotations here cost ~10 ms of every start)
+GROUPS = {f.name for f in attrs.fields(Settings) if attrs.has(getattr(f.default, "factory", None) or object)}
 
 
 class SettingError(ValueError):
@@ -372,9 +374,21 @@ def _narrowed(
 
 def merge(sources: list[Source]) -> Resolved:
     """Each value is checked on its own: a refused one is reported, naming its key, and the one before it kept."""
+    if not any(source.values for source in sources):
+        # the defaults alone: nothing to check, and no cattrs (its import and generated structure code are
+        # ~60 ms of a CLI command's or the server's start)
+        return Resolved(Settings(), tuple(s.name for s in sources), (), {})
+    return _merge_checked(sources)
+
+
+def _merge_checked(sources: list[Source]) -> Resolved:
     chosen: dict[str, Any] = {}
     origins: dict[str, str] = {}
     found: list[SettingError] = []
+    import cattrs
+
+    from nagent_lsp.config.convert import converter, problems
+
     for source in sources:
         where = source.origin or source.name
         label = source.name if where == source.name else f"{source.name} ({where})"

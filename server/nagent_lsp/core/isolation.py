@@ -14,7 +14,6 @@ PID 1 and cannot unmount /proc. Imports only core/.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shutil
@@ -45,6 +44,8 @@ async def namespace_prefix() -> list[str] | None:
     if isolation_off():
         return None
     if not _probed:
+        import asyncio  # here, not at the top: history's git (worker threads) never pays for importing asyncio
+
         await asyncio.to_thread(namespace_prefix_blocking)
     return _probed[0]
 

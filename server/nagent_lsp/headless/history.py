@@ -1,4 +1,8 @@
-"""`nagent-lsp history FILE` and `nagent-lsp coedits FILE`: the hover card's data as text (or the JSON result)."""
+"""`nagent-lsp history FILE` and `nagent-lsp coedits FILE`: the hover card's data as text (or the JSON result).
+
+A one-shot process never builds the repository index (issue 29): with a persisted index (a server ran here) it loads
+it, else it answers from the file's own `git log` page, following renames, as the server does before its index is
+ready; such an answer says it is partial when the page was cut (the text repeats the card's "Partial: …" line)."""
 
 from __future__ import annotations
 
@@ -6,7 +10,13 @@ import argparse
 
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
-from nagent_lsp.operations.history import coedits_result, history_result, render_coedits_text, render_history_text
+from nagent_lsp.operations.history import (
+    FileHistory,
+    coedits_result,
+    history_result,
+    render_coedits_text,
+    render_history_text,
+)
 
 
 def history(args: argparse.Namespace) -> int:
@@ -14,9 +24,19 @@ def history(args: argparse.Namespace) -> int:
         path = args.file.resolve()
         query = HistoryArgs(uri=path.as_uri(), maxCommits=args.max_commits)
         result = history_result(session_for(path), query, background=False)
-        print_json(result) if args.json else print(render_history_text(result), end="")
+        print_json(result) if args.json else print(history_text(result), end="")
 
     return run_guarded(run)
+
+
+def history_text(result: FileHistory) -> str:
+    """The CLI's text; a partial answer says so under its first line, in the words of the LSP's card."""
+    text = render_history_text(result)
+    said = next((line.strip("*") for line in result.markdown.splitlines() if line.startswith("*Partial")), None)
+    if not result.partial or said is None:
+        return text
+    head, _, rest = text.partition("\n")
+    return f"{head}\n{said}\n{rest}"
 
 
 def coedits(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ and encoding errors are treated the same everywhere (text is never newline-trans
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from nagent_lsp.agent.sandbox import ReadRules, Refused
@@ -85,4 +84,6 @@ async def read_source_async(port: EditorPort | None, path: Path, rules: ReadRule
     buffer = port.read_buffer(path) if port is not None else None
     if buffer is not None and len(buffer.text) * 4 <= rules.max_bytes:
         return buffer
+    import asyncio  # only the asynchronous callers pay for it (the CLI's history does not)
+
     return await asyncio.to_thread(source_from, path, buffer, rules, field)

@@ -34,7 +34,6 @@ from nagent_lsp.history.git import GitError
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.render import HistoryView
 from nagent_lsp.history.service import BLAME_WAIT, HOVER_WAIT, HistoryService, Summarizer
-from nagent_lsp.llm.models import optional_summary_model
 from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
 from nagent_lsp.operations.buffers import read_rules, refusal
 from nagent_lsp.operations.session import Session
@@ -109,6 +108,8 @@ class Coedits:
 def _summarizer_for(session: Session, stopping: threading.Event | None = None) -> Summarizer | None:
     if not session.settings.history.summarize:
         return None
+    from nagent_lsp.llm.models import optional_summary_model  # the model SDK's layer: not at a CLI's start
+
     model = optional_summary_model(session.settings, session.environ, "commitSummary")
     if model is None:
         return None
@@ -147,9 +148,10 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
     )
     service.share_summaries(session.settings.history.shareSummaries == "notes")
     service.prepare(background)
-    from nagent_lsp.operations.attribution import watch  # issue 27: authorship logs for new commits
+    if background:  # a one-shot CLI query follows no HEAD moves and writes no notes (issue 29: ~50 ms of imports)
+        from nagent_lsp.operations.attribution import watch  # issue 27: authorship logs for new commits
 
-    watch(session, service)
+        watch(session, service)
     return service, rel
 
 

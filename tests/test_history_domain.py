@@ -20,7 +20,7 @@ from nagent_lsp.history.blame import (
 )
 from nagent_lsp.history.coedits import CoeditTable, coedit_table, level
 from nagent_lsp.history.encoding import display, git_arg, to_bytes
-from nagent_lsp.history.index import HASH, IndexBuilder, Marks, RepoIndex, View, raw_commits
+from nagent_lsp.history.index import HASH, IndexBuilder, Marks, RepoIndex, View, raw_commits, release
 from nagent_lsp.history.logparse import RawCommit, parse_log
 from nagent_lsp.history.refs import read_head
 from nagent_lsp.history.render import HistoryView, authors_of, file_history_block, hover_card
@@ -163,6 +163,86 @@ def test_segments_round_trip_and_append_instead_of_rewriting() -> None:
         RepoIndex.decode([RepoIndex.header(), frames[1][:-3]])
     with pytest.raises(ValueError):
         RepoIndex.decode([b'{"format": "something else"}', frames[1]])
+
+
+def _tampered(change) -> bytes:
+    """A whole segment, every length right, with one id inside it wrong (what `change(index)` does)."""
+    index = build(
+        [
+            raw(0, [("A", "a", None), ("A", "b", None)]),
+            raw(1, [("R", "c", "a")], author=b"Bob"),
+            raw(2, [("D", "b", None), ("M", "c", None)]),
+            raw(3, [("M", "c", None)]),
+        ]
+    )
+    change(index)
+    return index.encode_segment()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda i: i.ch_pid.__setitem__(0, 99), id="unknown path"),
+        pytest.param(lambda i: i.author.__setitem__(2, 7), id="unknown person"),
+        pytest.param(lambda i: i.parent1.__setitem__(1, 3), id="parent after its child"),
+        pytest.param(lambda i: i.parent2.__setitem__(2, -5), id="negative parent"),
+        pytest.param(lambda i: i.subj_off.__setitem__(2, 0), id="subject offsets go backwards"),
+        pytest.param(lambda i: i.ch_off.__setitem__(2, 1), id="change offsets go backwards"),
+        pytest.param(lambda i: i.by_path[i.path_ids[b"c"]].reverse(), id="per-path list descending"),
+        pytest.param(lambda i: i.by_path[i.path_ids[b"c"]].__setitem__(0, 40), id="per-path list past the pool"),
+        pytest.param(lambda i: i._lookup.ids.__setitem__(0, 9), id="hash lookup past the pool"),
+        pytest.param(lambda i: i._lookup.keys.__setitem__(0, 1 << 63), id="hash prefixes unsorted"),
+    ],
+)
+def test_a_segment_with_a_wrong_id_is_refused(change) -> None:
+    """The index file is untrusted (a stranger's repository may hold the state root): every length is checked while
+    it is read, every id by `validate` (which the server runs right after a fast load, and drops the index on)."""
+    segment = _tampered(change)
+    with pytest.raises(ValueError):
+        RepoIndex.decode([RepoIndex.header(), segment])
+    loaded = RepoIndex.decode([RepoIndex.header(), segment], check=False)  # lengths are right: it loads
+    with pytest.raises(ValueError):
+        loaded.validate()
+
+
+def test_a_whole_segment_keeps_its_view_and_an_old_format_is_refused() -> None:
+    c = [raw(0, [("A", "f", None)]), raw(1, [("M", "f", None)]), raw(2, [("M", "f", None)], parents=[H[0]])]
+    index = build(c)
+    index.checkout(index.view_for(H[1]))  # a view that is not "every commit": its mask is written with it
+    frames = [RepoIndex.header(), index.encode_segment()]
+    again = RepoIndex.decode(frames)
+    assert again.head == H[1] and again.view.count == 2 and not again.view.has(again.lookup(H[2]))
+    moved = RepoIndex.decode([*frames, _moved_to(again, H[2])])  # a later HEAD is painted from that view
+    assert moved.head == H[2] and hashes(moved.lineage(b"f")) == [H[2], H[0]]
+    old = json.dumps({"format": "nagent-history-index", "version": 2, "byteorder": "little"}).encode()
+    with pytest.raises(ValueError, match="version"):
+        RepoIndex.decode([old, frames[1]])
+
+
+def _moved_to(index: RepoIndex, head: str) -> bytes:
+    marks = index.marks()
+    view = index.view_for(head)
+    assert view is not None
+    index.checkout(view)
+    return index.encode_segment(marks)
+
+
+def test_index_file_is_written_from_parts_and_read_as_views(tmp_path: Path) -> None:
+    path = tmp_path / "history.idx"
+    size = index_file.write_frames(path, [b"header", [b"on", memoryview(b"e")], [bytearray(b"tw"), b"o"]])
+    frames, end = index_file.map_frames(path)
+    assert [bytes(f) for f in frames] == [b"header", b"one", b"two"] and end == size == path.stat().st_size
+    assert index_file.read_frames(path) == ([b"header", b"one", b"two"], size)
+    index = build([raw(0, [("A", "f", None)]), raw(1, [("M", "f", None)])])
+    parts = index.segment_parts()
+    index_file.write_frames(path, [RepoIndex.header(), parts])
+    with pytest.raises(BufferError):  # the parts are views of the columns: they pin them until released
+        index.parent1.append(0)
+    release(parts)
+    index.parent1.append(0)
+    del index.parent1[-1]
+    frames, _ = index_file.map_frames(path)
+    assert RepoIndex.decode(frames).lineage(b"f") == index.lineage(b"f")
 
 
 def test_ids_are_topological_even_when_git_shows_a_parent_first() -> None:

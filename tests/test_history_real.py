@@ -20,6 +20,7 @@ from nagent_lsp.history import blame as blame_format
 from nagent_lsp.history import file_history, line_blame
 from nagent_lsp.history.blame import compact, parse_porcelain
 from nagent_lsp.history.git import GitRepository
+from nagent_lsp.history.index import RepoIndex
 from nagent_lsp.history.logparse import split_records
 from nagent_lsp.history.service import HistoryEvent, HistoryService
 from nagent_lsp.store import history_index as frames_file
@@ -537,3 +538,41 @@ def wait_for(condition, timeout: float = 60.0) -> bool:
     done.wait(timeout)
     stop.set()
     return done.is_set()
+
+
+def test_a_tampered_index_file_answers_from_git_until_it_is_rebuilt(tmp_path, monkeypatch) -> None:
+    """A persisted index is loaded without its ids checked (so the first hover after a restart is answered from it
+    at once), then validated in the background: a file with a wrong id (a stranger's state root) never gives a
+    wrong answer or an error: a query that trips over it is answered by a first page, and the index is rebuilt."""
+    root = tmp_path / "repo"
+    h = simple_repo(root, 6)
+    first = HistoryService(root, tmp_path / "cache")
+    assert first.start().result()
+    first.close()
+    frames, _ = frames_file.read_frames(first.index_path)
+    index = RepoIndex.decode(frames)
+    del frames
+    index.ch_pid[0] = 10_000  # every length right, one path id wrong
+    frames_file.write_frames(first.index_path, [RepoIndex.header(), index.encode_segment()])
+
+    checking, release_check = threading.Event(), threading.Event()
+    validate = RepoIndex.validate
+
+    def slow_validate(self: RepoIndex) -> None:
+        checking.set()
+        assert release_check.wait(60), "the test never released the check"
+        validate(self)
+
+    monkeypatch.setattr(RepoIndex, "validate", slow_validate)
+    service = HistoryService(root, tmp_path / "cache")
+    started = service.start()
+    assert checking.wait(60)  # loaded and installed, not yet validated
+    early = service.entry("g0.txt", HistorySettings())
+    assert early.partial and [c.hash for c in early.view.commits] == full_history(root, "g0.txt")
+    release_check.set()
+    assert started.result()
+    assert service.counters.loads == 1 and service.counters.builds == 1  # dropped and rebuilt
+    late = service.entry("g0.txt", HistorySettings())
+    assert not late.partial and [c.hash for c in late.view.commits] == full_history(root, "g0.txt")
+    assert [c.hash for c in service.entry("f.txt", HistorySettings()).view.commits] == h[::-1]
+    service.close()

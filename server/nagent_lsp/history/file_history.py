@@ -115,7 +115,12 @@ class FileHistory:
                 index = keeper.index
         if index is not None and index.head == head:
             keeper.first_answer.set()
-            return self._from_index(index, raw, hs)
+            try:
+                return self._from_index(index, raw, hs)
+            except (IndexError, ValueError, OverflowError, KeyError):
+                # a persisted index whose ids are still being checked (index_keeper._validate drops it when they
+                # are bad): a first page answers instead
+                log.info("history index of %s unusable for %s", self.ctx.root, display(raw), exc_info=True)
         if head is None:
             keeper.first_answer.set()
             return None

@@ -31,18 +31,21 @@ eval: the cache folder lives inside a repository a stranger may have prepared, s
 from __future__ import annotations
 
 import json
+import operator
+import re
 import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, islice
 
 from nagent_lsp.history.encoding import display
 from nagent_lsp.history.logparse import RawCommit, split_records
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the whole segment carries its view's mask; ids are checked after loading (validate)
 MAX_RENAME_HOPS = 64
 HASH = 20  # bytes of a binary SHA-1
 TIPS = 16  # recent HEADs remembered as "everything they reach is in the pool" (the --not list of an update)
@@ -52,6 +55,7 @@ VIEWS = 4  # recent views kept, so a switch back costs nothing
 # R or C, immediately followed by the old name with r or c. Sources are not "touched" by the commit.
 SOURCE_KINDS = frozenset(b"rc")
 _RENAME_SOURCE = ord("r")
+_EVENTS = re.compile(b"[Dr]")  # the change kinds that end a name: a deletion, a rename's source
 _DELETE = ord("D")
 
 _EMPTY = array("I")
@@ -295,21 +299,19 @@ class RepoIndex:
             else:
                 lst.extend(cids if isinstance(cids, array) else array("I", cids))
         gone, into, away = self.gone, self.renames_into, self.renames_from
-        events: list[tuple[int, int, int]] = []  # (entry, commit, kind): deletions and rename sources
-        for letter in (b"D", b"r"):
-            at = kinds.find(letter, first, last)
-            while at != -1:
-                events.append((at, bisect_right(ch_off, at) - 1, letter[0]))
-                at = kinds.find(letter, at + 1, last)
-        events.sort()
-        for at, cid, kind in events:
+        cid = start
+        # deletions and rename sources, in entry order (so in commit order): one regex scan at C speed, then a
+        # step per event (a bisect over the offsets from the last event's commit on)
+        for found in _EVENTS.finditer(kinds, first, last):
+            at = found.start()
+            cid = bisect_right(ch_off, at, cid) - 1
             pid = pids[at]
             lst = gone.get(pid)
             if lst is None:
-                gone[pid] = array("I", [cid])
+                gone[pid] = array("I", (cid,))
             else:
                 lst.append(cid)
-            if kind == _RENAME_SOURCE:
+            if kinds[at] == _RENAME_SOURCE:
                 new = pids[at - 1]
                 into.setdefault(new, []).append((cid, pid))
                 away.setdefault(pid, []).append((cid, new))
@@ -510,12 +512,24 @@ class RepoIndex:
 
     def encode_segment(self, since: Marks = Marks()) -> bytes:  # noqa: B008 - Marks is immutable
         """Everything added after `since` (commits, paths, people) and the current HEAD, as one segment."""
+        parts = self.segment_parts(since)
+        try:
+            return b"".join(parts)
+        finally:
+            release(parts)
+
+    def segment_parts(self, since: Marks = Marks()) -> list[bytes | memoryview]:  # noqa: B008 - Marks is immutable
+        """`encode_segment` as the buffers it is made of, most of them views of the columns (no copy): a writer
+        streams them to disk (store.history_index.write_frames). The views pin the columns (an array that exports a
+        buffer cannot grow), so the caller holds the index still until it has written them, then `release`s them."""
         c0, n = since.commits, len(self) - since.commits
         e0, e1 = self.ch_off[c0], self.ch_off[len(self)]
         s0, s1 = self.subj_off[c0], self.subj_off[len(self)]
         new_paths = self.paths[since.paths :]
         new_people = self.people[since.people :]
-        meta = {
+        view = self.view
+        whole = c0 == 0
+        meta: dict[str, object] = {
             "c0": c0,
             "n": n,
             "p0": since.paths,
@@ -524,47 +538,47 @@ class RepoIndex:
             "na": len(new_people),
             "ne": e1 - e0,
             "ns": s1 - s0,
-            "head": self.view.head,
-            "all": self.view.mask is None and self.view.size == len(self),
+            "head": view.head,
+            "all": view.mask is None and view.size == len(self),
             "tips": self.tips,
             "more": {str(c): list(ps) for c, ps in self.more_parents.items() if c >= c0},
         }
-        head = json.dumps(meta, separators=(",", ":")).encode("ascii")
-        parts = [
-            len(head).to_bytes(4, "little"),
-            head,
-            bytes(self.hashes[c0 * HASH :]),
-            self.parent1[c0:].tobytes(),
-            self.parent2[c0:].tobytes(),
-            self.author[c0:].tobytes(),
-            self.time[c0:].tobytes(),
-            self.subj_off[c0 + 1 :].tobytes(),
-            bytes(self.subj[s0:s1]),
-            self.ch_off[c0 + 1 :].tobytes(),
-            self.ch_pid[e0:e1].tobytes(),
-            bytes(self.ch_kind[e0:e1]),
+        parts: list[bytes | memoryview] = [
+            memoryview(self.hashes)[c0 * HASH :],
+            memoryview(self.parent1)[c0:],
+            memoryview(self.parent2)[c0:],
+            memoryview(self.author)[c0:],
+            memoryview(self.time)[c0:],
+            memoryview(self.subj_off)[c0 + 1 :],
+            memoryview(self.subj)[s0:s1],
+            memoryview(self.ch_off)[c0 + 1 :],
+            memoryview(self.ch_pid)[e0:e1],
+            memoryview(self.ch_kind)[e0:e1],
             array("I", [len(p) for p in new_paths]).tobytes(),
             b"".join(new_paths),
             array("I", [len(x) for person in new_people for x in person]).tobytes(),
             b"".join(x for person in new_people for x in person),
         ]
-        if c0 == 0:
-            # a whole index also carries what loading would otherwise recompute one change at a time: the
-            # per-path commit lists and the sorted hash prefixes (load in ~0.1 s on git.git, seconds less at 1M)
+        if whole:
+            # a whole index also carries what loading would otherwise recompute: the per-path commit lists, the
+            # sorted hash prefixes and the view's mask (a walk over every commit at 1M: ~0.5 s)
+            meta["inv"] = True
             lists = [self.by_path.get(pid, _EMPTY) for pid in range(len(self.paths))]
-            parts += [
-                array("I", [len(lst) for lst in lists]).tobytes(),
-                b"".join(lst.tobytes() for lst in lists),
-                self._lookup.keys.tobytes(),
-                self._lookup.ids.tobytes(),
-            ]
+            parts.append(array("I", [len(lst) for lst in lists]).tobytes())
+            parts += [memoryview(lst) for lst in lists if lst]
             if self._lookup.recent:
                 self._lookup.rebuild(self.hashes, len(self))
-                parts[-2:] = [self._lookup.keys.tobytes(), self._lookup.ids.tobytes()]
-            meta["inv"] = True
-            parts[1] = json.dumps(meta, separators=(",", ":")).encode("ascii")
-            parts[0] = len(parts[1]).to_bytes(4, "little")
-        return b"".join(parts)
+            parts += [memoryview(self._lookup.keys), memoryview(self._lookup.ids)]
+            if not meta["all"] and view.head is not None:
+                meta["mask"] = True
+                if view.mask is None:  # "every commit below size"
+                    size = view.size or 0
+                    parts.append(b"\x01" * size + bytes(len(self) - size))
+                else:
+                    parts.append(memoryview(view.mask)[: len(self)])
+                    parts.append(bytes(len(self) - len(view.mask)))
+        head = json.dumps(meta, separators=(",", ":")).encode("ascii")
+        return [len(head).to_bytes(4, "little"), head, *parts]
 
     @staticmethod
     def header() -> bytes:
@@ -573,12 +587,18 @@ class RepoIndex:
         return json.dumps(meta).encode("ascii")
 
     @classmethod
-    def decode(cls, frames: Iterable[bytes]) -> RepoIndex:
+    def decode(cls, frames: Iterable[bytes | memoryview], *, check: bool = True) -> RepoIndex:
         """The index a file's frames describe (header first, then segments in order). ValueError when anything is
-        inconsistent; the caller then rebuilds."""
+        inconsistent; the caller then rebuilds.
+
+        Every length is checked here (nothing is read past a segment, nothing is left over). The ids inside the
+        columns (parents before children, paths and people that exist, ascending offsets and lists) are checked by
+        `validate`, which this calls unless `check` is False: the server loads with check=False so a hover is
+        answered at once, and validates right after, in the background (history.index_keeper), answering nothing
+        from the index it cannot vouch for in the meantime beyond what a bad id can do: an IndexError, caught."""
         it = iter(frames)
         try:
-            header = json.loads(next(it))
+            header = json.loads(bytes(next(it)))
         except (StopIteration, ValueError) as exc:
             raise ValueError("no history index header") from exc
         if not isinstance(header, dict) or header.get("format") != "nagent-history-index":
@@ -590,18 +610,52 @@ class RepoIndex:
         meta: dict | None = None
         for payload in it:
             meta = index._apply_segment(payload, swap)
+        if check:
+            index.validate()
         if meta is not None:
             head = meta.get("head")
-            index.tips = [t for t in meta.get("tips") or [] if isinstance(t, str)][:TIPS]
+            tips = meta.get("tips")
             if isinstance(head, str):
-                if meta.get("all"):
-                    index.checkout(View(head, None, len(index)))
-                elif (cid := index.lookup(head)) is not None:
-                    mask = index._reach(cid)
-                    index.checkout(View(head, mask, len(index)))
+                view = index.view_for(head)  # painted from the whole segment's view (no walk of every commit)
+                if view is not None:
+                    index.checkout(view)
+            index.tips = [t for t in tips if isinstance(t, str)][:TIPS] if isinstance(tips, list) else []
         return index
 
-    def _apply_segment(self, payload: bytes, swap: bool) -> dict:
+    def validate(self) -> None:
+        """Check every id the columns hold (ValueError naming what is wrong): offsets ascending and ending where
+        their columns end, parents before their children, paths and people that exist, per-path lists ascending
+        and within the pool, hash prefixes sorted. Linear, with C-speed passes where Python has them."""
+        n = len(self)
+        for name, offsets, size in (
+            ("subject", self.subj_off, len(self.subj)),
+            ("change", self.ch_off, len(self.ch_pid)),
+        ):
+            if len(offsets) != n + 1 or offsets[0] != 0 or offsets[-1] != size or not _ascending(offsets):
+                raise ValueError(f"history index {name} offsets are inconsistent")
+        if len(self.parent1) != n or len(self.parent2) != n or len(self.author) != n or len(self.time) != n:
+            raise ValueError("history index columns differ in length")
+        if n and (min(self.parent1) < -1 or min(self.parent2) < -1):
+            raise ValueError("history index refers to unknown parents")
+        ids = range(n)
+        if not (all(map(operator.lt, self.parent1, ids)) and all(map(operator.lt, self.parent2, ids))):
+            raise ValueError("history index refers to unknown parents (a parent after its child)")
+        if (self.ch_pid and max(self.ch_pid) >= len(self.paths)) or (n and max(self.author) >= len(self.people)):
+            raise ValueError("history index refers to unknown paths or people")
+        if len(self.ch_kind) != len(self.ch_pid):
+            raise ValueError("history index change columns differ in length")
+        for pid, lst in self.by_path.items():
+            if not 0 <= pid < len(self.paths) or (lst and (lst[-1] >= n or not _ascending(lst, strict=True))):
+                raise ValueError("history index per-path lists are inconsistent")
+        lookup = self._lookup
+        if len(lookup.keys) != len(lookup.ids) or (lookup.ids and max(lookup.ids) >= n) or not _ascending(lookup.keys):
+            raise ValueError("history index hash prefixes are inconsistent")
+        for mask in [self.view.mask, *(v.mask for v in self._views.values())]:
+            if mask is not None and len(mask) > n:
+                raise ValueError("history index view is longer than the pool")
+
+    def _apply_segment(self, payload: bytes | memoryview, swap: bool) -> dict:
+        """Append one segment: every length checked, the ids inside left to `validate`."""
         view = memoryview(payload)
         pos = 0
 
@@ -627,9 +681,9 @@ class RepoIndex:
         c0, n, p0, np_, a0, na, ne, ns = (int(meta[k]) for k in ("c0", "n", "p0", "np", "a0", "na", "ne", "ns"))
         if c0 != len(self) or p0 != len(self.paths) or a0 != len(self.people) or min(n, np_, na, ne, ns) < 0:
             raise ValueError("history index segments do not follow each other")
-        self.hashes += take(n * HASH)
-        self.parent1.extend(column("i", n))
-        self.parent2.extend(column("i", n))
+        hashes = take(n * HASH)
+        parent1 = column("i", n)
+        parent2 = column("i", n)
         authors = column("I", n)
         times = column("q", n)
         subj_off = column("Q", n)
@@ -638,10 +692,11 @@ class RepoIndex:
         ch_pid = column("I", ne)
         ch_kind = take(ne)
         path_lens = column("I", np_)
-        path_blob = bytes(take(sum(path_lens)))
+        path_blob = take(sum(path_lens))
         people_lens = column("I", 2 * na)
-        people_blob = bytes(take(sum(people_lens)))
+        people_blob = take(sum(people_lens))
         inverted: dict[int, array] | None = None
+        keys = ids = None
         if meta.get("inv"):
             if c0 != 0:
                 raise ValueError("history index: per-path lists in a partial segment")
@@ -650,7 +705,7 @@ class RepoIndex:
             keys = column("Q", n)
             ids = column("I", n)
             sources = ch_kind.tobytes().count(b"r") + ch_kind.tobytes().count(b"c")
-            if len(cids) != ne - sources or (cids and max(cids) >= c0 + n) or (ids and max(ids) >= c0 + n):
+            if len(cids) != ne - sources:
                 raise ValueError("history index per-path lists are inconsistent")
             inverted = {}
             at = 0
@@ -658,20 +713,15 @@ class RepoIndex:
                 if size:
                     inverted[pid] = cids[at : at + size]
                     at += size
+        mask = bytearray(take(c0 + n)) if meta.get("mask") else None
         if pos != len(view):
             raise ValueError("history index segment has trailing bytes")
-        # offsets must continue where the previous segment ended and never go backwards
+        # offsets must continue where the previous segment ended (their order is `validate`'s)
         if n and (subj_off[-1] != self.subj_off[-1] + ns or ch_off[-1] != self.ch_off[-1] + ne):
             raise ValueError("history index offsets are inconsistent")
-        if not (_ascending(self.subj_off[-1], subj_off) and _ascending(self.ch_off[-1], ch_off)):
-            raise ValueError("history index offsets go backwards")
-        total_paths = len(self.paths) + np_
-        if any(p >= total_paths for p in ch_pid) or any(a >= len(self.people) + na for a in authors):
-            raise ValueError("history index refers to unknown paths or people")
-        limit = c0 + n
-        for cid in range(c0, limit):  # topological ids: every parent before its child (the walks rely on it)
-            if self.parent1[cid] >= cid or self.parent2[cid] >= cid:
-                raise ValueError("history index refers to unknown parents")
+        self.hashes += hashes
+        self.parent1.extend(parent1)
+        self.parent2.extend(parent2)
         self.author.extend(authors)
         self.time.extend(times)
         self.subj_off.extend(subj_off)
@@ -679,41 +729,55 @@ class RepoIndex:
         self.ch_off.extend(ch_off)
         self.ch_pid.extend(ch_pid)
         self.ch_kind += ch_kind
-        start = 0
-        for size in path_lens:
-            path = path_blob[start : start + size]
-            start += size
-            self.path_ids[path] = len(self.paths)
-            self.paths.append(path)
-        start = 0
-        for i in range(na):
-            name = people_blob[start : start + people_lens[2 * i]]
-            start += people_lens[2 * i]
-            email = people_blob[start : start + people_lens[2 * i + 1]]
-            start += people_lens[2 * i + 1]
-            self.people_ids[(name, email)] = len(self.people)
-            self.people.append((name, email))
-        for key, value in (meta.get("more") or {}).items():
+        blob = bytes(path_blob)
+        ends = list(accumulate(path_lens))
+        new_paths = [blob[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+        self.path_ids.update(zip(new_paths, range(p0, p0 + np_), strict=True))
+        self.paths += new_paths
+        if len(self.path_ids) != len(self.paths):
+            raise ValueError("history index holds a path twice")
+        blob = bytes(people_blob)
+        ends = list(accumulate(people_lens))
+        fields = [blob[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+        new_people = list(zip(fields[0::2], fields[1::2], strict=True))
+        self.people_ids.update(zip(new_people, range(a0, a0 + na), strict=True))
+        self.people += new_people
+        if len(self.people_ids) != len(self.people):
+            raise ValueError("history index holds a person twice")
+        more = meta.get("more") or {}
+        if not isinstance(more, dict):
+            raise ValueError("bad segment header")
+        for key, value in more.items():
             extra = tuple(int(x) for x in value)
-            if any(not 0 <= x < int(key) for x in extra):
+            if any(not 0 <= x < int(key) for x in extra) or not c0 <= int(key) < c0 + n:
                 raise ValueError("history index refers to unknown parents")
             self.more_parents[int(key)] = extra
         self._derive(c0, inverted)
-        if inverted is not None:
+        if keys is not None and ids is not None:
             self._lookup.keys, self._lookup.ids, self._lookup.recent = keys, ids, {}
         else:
-            for cid in range(c0, limit):
+            for cid in range(c0, c0 + n):
                 self._lookup.add(bytes(self.hashes[cid * HASH : cid * HASH + HASH]), cid, self.hashes)
+        head = meta.get("head")
+        if c0 == 0 and isinstance(head, str):
+            # the whole segment's view: later segments' HEADs are painted from it
+            if meta.get("all"):
+                self.checkout(View(head, None, len(self)))
+            elif mask is not None and self.lookup(head) is not None:
+                self.checkout(View(head, mask, len(self)))
         return meta
 
 
-def _ascending(start: int, values: array) -> bool:
-    previous = start
-    for value in values:
-        if value < previous:
-            return False
-        previous = value
-    return True
+def release(parts: Iterable[object]) -> None:
+    """Let go of the views `segment_parts` made (the columns may grow again)."""
+    for part in parts:
+        if isinstance(part, memoryview):
+            part.release()
+
+
+def _ascending(values: Sequence[int], strict: bool = False) -> bool:
+    """Whether `values` never go down (strict: always go up), compared pairwise at C speed."""
+    return all(map(operator.lt if strict else operator.le, values, islice(values, 1, None)))
 
 
 class IndexBuilder:

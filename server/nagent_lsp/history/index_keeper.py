@@ -108,7 +108,9 @@ class IndexKeeper:
                 self.loaded.set()
             if loaded is not None:
                 self.ctx.counters.loads += 1
-                self._install(loaded)
+                self._install(loaded)  # queries answer from it now; its ids are checked next (issue 29: load fast)
+                if not self._validate(loaded):
+                    return self._rebuild(head, build)
                 ok = loaded.head == head or self._update_to(head, allow_rebuild=build)
                 if ok:
                     self._announce(f"loaded in {time.monotonic() - began:.2f} s")
@@ -134,6 +136,19 @@ class IndexKeeper:
                 self.builder = None
             self.progress.emit("end", "failed", self.state)
             return False
+
+    def _validate(self, index: RepoIndex) -> bool:
+        """Check the ids of an index loaded without that check (history.index.RepoIndex.validate); False when the
+        file lied (a stranger's state root, a disk error): the index is dropped and the file rewritten from a
+        rebuild. Until then a query that trips over a bad id falls back to a first page (history.file_history)."""
+        with self.update_lock:
+            try:
+                index.validate()
+                return True
+            except (ValueError, IndexError, OverflowError) as exc:
+                log.info("ignoring unreadable history index %s: %s", self.file.path, exc)
+                self.file.marks = None  # the next write replaces the file whole
+                return False
 
     def _announce(self, how: str) -> None:
         with self.ctx.lock:

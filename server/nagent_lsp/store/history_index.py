@@ -11,22 +11,32 @@ loses only itself); the next append truncates that tail first. A rewrite (`write
 goes through the atomic temp-file-and-rename. Two servers on one state root: an append checks that the file is still
 the size its writer last saw; when another process changed it meanwhile, the append is refused (the caller
 rewrites the file from memory — it is a cache, the last writer wins).
+
+Memory (issue 29): the index file is read through a read-only memory map (`map_frames`), so a frame is a view
+of the mapping, not a copy (a 150 MB index at 1M commits is never held twice while it is decoded); a frame is
+written from its parts as they lie in memory (`write_frames` takes each frame as a sequence of buffers), its checksum
+computed part by part, so a rewrite never joins the whole index into one bytes object either.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
+import tempfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
-from nagent_lsp.store.atomic import atomic_write_bytes
+from nagent_lsp.store.atomic import TEMP_PREFIX, TEMP_SUFFIX, fsync_dir
+
+Buffer = bytes | bytearray | memoryview
 
 _HEAD = 8
 MAX_FRAME = 1 << 31
 
 
-def _frame(payload: bytes) -> bytes:
-    return len(payload).to_bytes(4, "little") + zlib.crc32(payload).to_bytes(4, "little") + payload
+def _frame(payload: Buffer) -> bytes:
+    return len(payload).to_bytes(4, "little") + zlib.crc32(payload).to_bytes(4, "little") + bytes(payload)
 
 
 def read_frames(path: Path) -> tuple[list[bytes], int] | None:
@@ -35,12 +45,30 @@ def read_frames(path: Path) -> tuple[list[bytes], int] | None:
         data = Path(path).read_bytes()
     except OSError:
         return None
-    frames: list[bytes] = []
+    frames, end = _intact(memoryview(data))
+    return [bytes(f) for f in frames], end
+
+
+def map_frames(path: Path) -> tuple[list[memoryview], int] | None:
+    """`read_frames` without reading the file into memory: the frames are views of a read-only memory map of it,
+    which lives as long as they do (release them when done: a big index is not held twice while it is decoded)."""
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return [], 0
+            data = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
+    return _intact(data)
+
+
+def _intact(data: memoryview) -> tuple[list[memoryview], int]:
+    frames: list[memoryview] = []
     pos = 0
     while pos + _HEAD <= len(data):
-        size = int.from_bytes(data[pos : pos + 4], "little")
+        length = int.from_bytes(data[pos : pos + 4], "little")
         crc = int.from_bytes(data[pos + 4 : pos + 8], "little")
-        end = pos + _HEAD + size
+        end = pos + _HEAD + length
         if end > len(data):
             break
         payload = data[pos + _HEAD : end]
@@ -51,11 +79,39 @@ def read_frames(path: Path) -> tuple[list[bytes], int] | None:
     return frames, pos
 
 
-def write_frames(path: Path, payloads: list[bytes]) -> int:
-    """Replace the file atomically with these frames; returns its size."""
-    data = b"".join(_frame(p) for p in payloads)
-    atomic_write_bytes(path, data)
-    return len(data)
+def write_frames(path: Path, frames: Sequence[Buffer | Sequence[Buffer]]) -> int:
+    """Replace the file atomically (temp file, fsync, rename) with these frames; returns its size. A frame is one
+    buffer or a sequence of buffers written one after the other (never joined: see the module's docstring)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    total = 0
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+            for frame in frames:
+                parts = [frame] if isinstance(frame, bytes | bytearray | memoryview) else frame
+                length, crc = 0, 0
+                for part in parts:
+                    length += memoryview(part).nbytes
+                    crc = zlib.crc32(part, crc)
+                if length >= MAX_FRAME:
+                    raise ValueError(f"{path}: a history index frame of {length} bytes is over the format's limit")
+                handle.write(length.to_bytes(4, "little") + crc.to_bytes(4, "little"))
+                for part in parts:
+                    handle.write(part)
+                total += _HEAD + length
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+    return total
 
 
 def append_frame(path: Path, payload: bytes, expected_size: int) -> int | None:

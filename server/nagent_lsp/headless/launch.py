@@ -8,6 +8,16 @@ re-executes the same interpreter with the same arguments and the rest of the env
 secrets over through an inherited pipe: written before the exec, read and closed by the new process at once,
 before it reads a request. Same pid, same stdin/stdout, so the editor notices nothing.
 
+Cheaper first (issue 29: the exec cost a second interpreter start, 30-60 ms quiet, on every command run with a key
+in the environment): on Linux the initial environment `/proc/<pid>/environ` shows is this process's own memory
+(the block between `env_start` and `env_end` of /proc/self/stat). `scrub_in_place` removes the variables from
+`os.environ` (unsetenv: libc's `environ` no longer points at them), overwrites their `NAME=value` bytes in that
+block with NULs through /proc/self/mem, and reads /proc/self/environ back: only when no name or value is left
+there does it count as done. That is the state the exec reaches — the environment anyone (root included) can read
+holds no key from then on, the key lives only in this process's memory (`hold`), and the window before it is the
+same: the interpreter's start up to this call. Anything refused on the way (no /proc, a kernel or LSM that refuses
+writes to /proc/self/mem, an unexpected block) → the exec, as before.
+
 Nothing to hide → nothing happens (no cost). The exec failing, or a platform without it → the secrets are still
 moved into memory (no subprocess inherits them) and a warning says the process's initial environment holds them.
 Imports only the standard library and `core.secret_env`: it runs before the CLI or the server is imported.
@@ -42,6 +52,9 @@ def secure_start(argv: list[str] | None = None) -> None:
     if not names:
         return
     secrets = {name: os.environ[name] for name in names}
+    if scrub_in_place(secrets):
+        hold(secrets)
+        return
     if os.name == "posix" and sys.executable:
         try:
             _reexec(secrets)  # returns only on failure
@@ -98,6 +111,43 @@ def _configured_key_names() -> set[str]:
             if isinstance(name, str) and name:
                 names.add(name)
     return names
+
+
+def scrub_in_place(secrets: dict[str, str]) -> bool:
+    """Take `secrets` out of os.environ and out of the environment block /proc/<pid>/environ shows (see the module's
+    docstring); True only when reading that block back finds none of their names or values."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()  # field 3 (state) onwards: the command name may hold spaces
+        env_start, env_end = int(fields[47]), int(fields[48])  # fields 50 and 51 (Linux 3.5+)
+        block = _environ_block()
+        if len(block) != env_end - env_start:
+            return False  # not the block we think it is: leave it to the exec
+        for name in secrets:
+            os.environ.pop(name, None)  # unsetenv first: nothing in libc points at the bytes about to be cleared
+        encoded = [(os.fsencode(k) + b"=", os.fsencode(v)) for k, v in secrets.items()]
+        mem = os.open("/proc/self/mem", os.O_RDWR)
+        try:
+            offset = 0
+            for entry in block.split(b"\0"):
+                if any(entry.startswith(prefix) for prefix, _ in encoded):
+                    if os.pwrite(mem, bytes(len(entry)), env_start + offset) != len(entry):
+                        return False
+                offset += len(entry) + 1
+        finally:
+            os.close(mem)
+        after = _environ_block()
+    except (OSError, ValueError, IndexError):
+        return False
+    return not any(prefix in after or (value and value in after) for prefix, value in encoded)
+
+
+def _environ_block() -> bytes:
+    with open("/proc/self/environ", "rb") as f:
+        return f.read()
 
 
 def _reexec(secrets: dict[str, str]) -> None:

@@ -126,9 +126,12 @@ def _relative(root: Path, path: Path) -> str | None:
     return rel.as_posix()
 
 
-def service_for(session: Session, path: Path, *, background: bool = True) -> tuple[HistoryService, str] | None:
+def service_for(
+    session: Session, path: Path, *, background: bool = True, summarize: bool = True
+) -> tuple[HistoryService, str] | None:
     """The repository's service and the file's path in it; None outside git. `background=False` (CLI): load the
-    persisted index if there is one, never start a full build."""
+    persisted index if there is one, never start a full build. `summarize=False`: a caller that asks no model
+    (the CLI's history and coedits) does not make the summarizer (issue 29: the model layer's imports)."""
     path = Path(os.path.abspath(path))
     if not read_rules(session, path).allows(path):
         return None  # outside the workspace or denyRead: no history, and no .nagent/ in someone else's repository
@@ -140,12 +143,13 @@ def service_for(session: Session, path: Path, *, background: bool = True) -> tup
     if rel is None:
         return None
     service = session.history_service(root, session.state_dir(path, "cache"))
-    from nagent_lsp.operations.summary_consent import consent_of, gated  # issue 25: diffs leave only with consent
+    if summarize:
+        from nagent_lsp.operations.summary_consent import consent_of, gated  # issue 25: diffs leave only with consent
 
-    service.use_summarizer(
-        (session.settings, session.environ, consent_of(session).token(root)),
-        lambda: gated(session, root, _summarizer_for(session, service.stopping)),
-    )
+        service.use_summarizer(
+            (session.settings, session.environ, consent_of(session).token(root)),
+            lambda: gated(session, root, _summarizer_for(session, service.stopping)),
+        )
     service.share_summaries(session.settings.history.shareSummaries == "notes")
     service.prepare(background)
     if background:  # a one-shot CLI query follows no HEAD moves and writes no notes (issue 29: ~50 ms of imports)
@@ -160,7 +164,7 @@ def _require(session: Session, path: Path, background: bool = True) -> tuple[His
         read_rules(session, path).confine(path)
     except Refused as exc:
         raise refusal(exc, "uri") from None
-    found = service_for(session, path, background=background)
+    found = service_for(session, path, background=background, summarize=background)
     if found is None:
         raise UserError(f"{path} is not inside a git repository, so it has no history.")
     return found

@@ -41,6 +41,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice
+from typing import overload
 
 from nagent_lsp.history.encoding import display
 from nagent_lsp.history.logparse import RawCommit, split_records
@@ -154,6 +155,69 @@ class HashLookup:
         return None
 
 
+class PathLists:
+    """path id -> the ascending ids of the commits on a path (that touched it, or that ended it), without an array
+    object per path: a frozen base (every list one after the other in one array, an offset per path: what a whole
+    segment stores, loaded by one `frombytes`), plus the paths that got commits since, whole, in a small dict.
+    `get` answers a view of the base (no copy) or the path's own array."""
+
+    __slots__ = ("_off", "_values", "_extra")
+
+    def __init__(self, counts: Iterable[int] = (), values: array | None = None):
+        self._off = array("Q", accumulate(counts, initial=0))
+        self._values = values if values is not None else array("I")
+        self._extra: dict[int, array] = {}
+
+    @overload
+    def get(self, pid: int) -> array | memoryview | None: ...
+    @overload
+    def get(self, pid: int, default: array) -> array | memoryview: ...
+    def get(self, pid: int, default: array | None = None) -> array | memoryview | None:
+        extra = self._extra.get(pid)
+        if extra is not None:
+            return extra
+        off = self._off
+        if 0 <= pid < len(off) - 1:
+            a, b = off[pid], off[pid + 1]
+            if b > a:
+                return memoryview(self._values)[a:b]
+        return default
+
+    def extend(self, pid: int, cids: Iterable[int]) -> None:
+        """Add commits (newer than every one the path has) to a path's list."""
+        lst = self._extra.get(pid)
+        if lst is None:
+            base = self.get(pid)
+            lst = self._extra[pid] = array("I", base) if base is not None else array("I")
+        lst.extend(cids)
+
+    def items(self) -> Iterator[tuple[int, array | memoryview]]:
+        off, extra = self._off, self._extra
+        for pid in range(len(off) - 1):
+            if off[pid + 1] > off[pid] and pid not in extra:
+                yield pid, memoryview(self._values)[off[pid] : off[pid + 1]]
+        yield from extra.items()
+
+    def parts(self, paths: int) -> list[bytes | memoryview]:
+        """The lists of path ids 0..paths-1 as a whole segment stores them: the counts, then the ids."""
+        if not self._extra and len(self._off) - 1 == paths:
+            counts = array("I", map(operator.sub, islice(self._off, 1, None), self._off))
+            return [counts.tobytes(), memoryview(self._values)]
+        lists = [self.get(pid, _EMPTY) for pid in range(paths)]
+        return [array("I", [len(lst) for lst in lists]).tobytes(), *(memoryview(lst) for lst in lists if lst)]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @property
+    def nbytes(self) -> int:
+        return (
+            self._off.itemsize * len(self._off)
+            + self._values.itemsize * len(self._values)
+            + sum(x.itemsize * len(x) for x in self._extra.values())
+        )
+
+
 @dataclass(frozen=True)
 class Marks:
     """How much of an index a file already holds (what the next segment starts after)."""
@@ -189,8 +253,8 @@ class RepoIndex:
         self.people: list[tuple[bytes, bytes]] = []
         self.people_ids: dict[tuple[bytes, bytes], int] = {}
         self._people_text: list[tuple[str, str]] = []
-        self.by_path: dict[int, array] = {}  # path id -> ascending ids of commits that touched it
-        self.gone: dict[int, array] = {}  # path id -> ascending ids of commits that deleted it or renamed it away
+        self.by_path = PathLists()  # path id -> ascending ids of commits that touched it
+        self.gone = PathLists()  # path id -> ascending ids of commits that deleted it or renamed it away
         self.renames_into: dict[int, list[tuple[int, int]]] = {}  # new pid -> [(commit id, old pid)] ascending
         self.renames_from: dict[int, list[tuple[int, int]]] = {}  # old pid -> [(commit id, new pid)] ascending
         self._lookup = HashLookup()
@@ -292,13 +356,19 @@ class RepoIndex:
                         else:
                             lst.append(cid)  # type: ignore[attr-defined]
         mine = self.by_path
-        for pid, cids in by_path.items():
-            lst = mine.get(pid)
-            if lst is None:
-                mine[pid] = cids if isinstance(cids, array) else array("I", cids)
-            else:
-                lst.extend(cids if isinstance(cids, array) else array("I", cids))
-        gone, into, away = self.gone, self.renames_into, self.renames_from
+        if start == 0 and not len(mine) and isinstance(by_path, Mapping):
+            # a whole index (a cold build): every list one after the other, in path order
+            counts = [len(by_path.get(pid, ())) for pid in range(len(self.paths))]  # type: ignore[arg-type]
+            values = array("I")
+            for pid, n in enumerate(counts):
+                if n:
+                    values.extend(by_path[pid])
+            self.by_path = PathLists(counts, values)
+        else:
+            for pid, cids in by_path.items():
+                mine.extend(pid, cids)
+        into, away = self.renames_into, self.renames_from
+        ended: dict[int, list[int]] = {}
         cid = start
         # deletions and rename sources, in entry order (so in commit order): one regex scan at C speed, then a
         # step per event (a bisect over the offsets from the last event's commit on)
@@ -306,15 +376,13 @@ class RepoIndex:
             at = found.start()
             cid = bisect_right(ch_off, at, cid) - 1
             pid = pids[at]
-            lst = gone.get(pid)
-            if lst is None:
-                gone[pid] = array("I", (cid,))
-            else:
-                lst.append(cid)
+            ended.setdefault(pid, []).append(cid)
             if kinds[at] == _RENAME_SOURCE:
                 new = pids[at - 1]
                 into.setdefault(new, []).append((cid, pid))
                 away.setdefault(pid, []).append((cid, new))
+        for pid, cids in ended.items():
+            self.gone.extend(pid, cids)
 
     def extend_newest_first(self, commits: Iterable[RawCommit]) -> int:
         """Append a batch given in git's order (newest first); commits already here are skipped. Returns how many
@@ -563,9 +631,10 @@ class RepoIndex:
             # a whole index also carries what loading would otherwise recompute: the per-path commit lists, the
             # sorted hash prefixes and the view's mask (a walk over every commit at 1M: ~0.5 s)
             meta["inv"] = True
-            lists = [self.by_path.get(pid, _EMPTY) for pid in range(len(self.paths))]
-            parts.append(array("I", [len(lst) for lst in lists]).tobytes())
-            parts += [memoryview(lst) for lst in lists if lst]
+            parts += self.by_path.parts(len(self.paths)) + self.gone.parts(len(self.paths))
+            renames = [(cid, new, old) for new, moves in self.renames_into.items() for cid, old in moves]
+            parts.append(len(renames).to_bytes(4, "little"))
+            parts.append(array("I", [x for triple in renames for x in triple]).tobytes())
             if self._lookup.recent:
                 self._lookup.rebuild(self.hashes, len(self))
             parts += [memoryview(self._lookup.keys), memoryview(self._lookup.ids)]
@@ -644,9 +713,16 @@ class RepoIndex:
             raise ValueError("history index refers to unknown paths or people")
         if len(self.ch_kind) != len(self.ch_pid):
             raise ValueError("history index change columns differ in length")
-        for pid, lst in self.by_path.items():
-            if not 0 <= pid < len(self.paths) or (lst and (lst[-1] >= n or not _ascending(lst, strict=True))):
-                raise ValueError("history index per-path lists are inconsistent")
+        for table in (self.by_path, self.gone):
+            for pid, lst in table.items():
+                if not 0 <= pid < len(self.paths) or (lst and (lst[-1] >= n or not _ascending(lst))):
+                    raise ValueError("history index per-path lists are inconsistent")
+        for moves in self.renames_into.values():
+            for cid, old in moves:
+                if cid >= n or old >= len(self.paths):
+                    raise ValueError("history index renames are inconsistent")
+        if any(new >= len(self.paths) for new in self.renames_into):
+            raise ValueError("history index renames are inconsistent")
         lookup = self._lookup
         if len(lookup.keys) != len(lookup.ids) or (lookup.ids and max(lookup.ids) >= n) or not _ascending(lookup.keys):
             raise ValueError("history index hash prefixes are inconsistent")
@@ -695,40 +771,46 @@ class RepoIndex:
         path_blob = take(sum(path_lens))
         people_lens = column("I", 2 * na)
         people_blob = take(sum(people_lens))
-        inverted: dict[int, array] | None = None
+        lists: tuple[PathLists, PathLists, array] | None = None
         keys = ids = None
         if meta.get("inv"):
             if c0 != 0:
                 raise ValueError("history index: per-path lists in a partial segment")
-            counts = column("I", p0 + np_)
+            counts = column("I", np_)
             cids = column("I", sum(counts))
+            by_path = PathLists(counts, cids)
+            counts = column("I", np_)
+            gone = PathLists(counts, column("I", sum(counts)))
+            renames = column("I", 3 * int.from_bytes(take(4), "little"))
             keys = column("Q", n)
             ids = column("I", n)
             sources = ch_kind.tobytes().count(b"r") + ch_kind.tobytes().count(b"c")
             if len(cids) != ne - sources:
                 raise ValueError("history index per-path lists are inconsistent")
-            inverted = {}
-            at = 0
-            for pid, size in enumerate(counts):
-                if size:
-                    inverted[pid] = cids[at : at + size]
-                    at += size
+            lists = (by_path, gone, renames)
         mask = bytearray(take(c0 + n)) if meta.get("mask") else None
         if pos != len(view):
             raise ValueError("history index segment has trailing bytes")
         # offsets must continue where the previous segment ended (their order is `validate`'s)
         if n and (subj_off[-1] != self.subj_off[-1] + ns or ch_off[-1] != self.ch_off[-1] + ne):
             raise ValueError("history index offsets are inconsistent")
-        self.hashes += hashes
-        self.parent1.extend(parent1)
-        self.parent2.extend(parent2)
-        self.author.extend(authors)
-        self.time.extend(times)
-        self.subj_off.extend(subj_off)
-        self.subj += subj
-        self.ch_off.extend(ch_off)
-        self.ch_pid.extend(ch_pid)
-        self.ch_kind += ch_kind
+        if c0 == 0:  # the first segment: its columns are the index's (each copied once, from the file's map)
+            self.hashes, self.subj, self.ch_kind = bytearray(hashes), bytearray(subj), bytearray(ch_kind)
+            self.parent1, self.parent2, self.author, self.time = parent1, parent2, authors, times
+            subj_off.insert(0, 0)
+            ch_off.insert(0, 0)
+            self.subj_off, self.ch_off, self.ch_pid = subj_off, ch_off, ch_pid
+        else:
+            self.hashes += hashes
+            self.parent1.extend(parent1)
+            self.parent2.extend(parent2)
+            self.author.extend(authors)
+            self.time.extend(times)
+            self.subj_off.extend(subj_off)
+            self.subj += subj
+            self.ch_off.extend(ch_off)
+            self.ch_pid.extend(ch_pid)
+            self.ch_kind += ch_kind
         blob = bytes(path_blob)
         ends = list(accumulate(path_lens))
         new_paths = [blob[a:b] for a, b in zip([0, *ends], ends, strict=False)]
@@ -752,7 +834,14 @@ class RepoIndex:
             if any(not 0 <= x < int(key) for x in extra) or not c0 <= int(key) < c0 + n:
                 raise ValueError("history index refers to unknown parents")
             self.more_parents[int(key)] = extra
-        self._derive(c0, inverted)
+        if lists is None:
+            self._derive(c0)
+        else:  # what _derive would find, as the file has it (a walk over every change at 1M: ~1 s)
+            self.by_path, self.gone, renames = lists
+            into, away = self.renames_into, self.renames_from
+            for cid, new, old in sorted(zip(renames[0::3], renames[1::3], renames[2::3], strict=True)):
+                into.setdefault(new, []).append((cid, old))
+                away.setdefault(old, []).append((cid, new))
         if keys is not None and ids is not None:
             self._lookup.keys, self._lookup.ids, self._lookup.recent = keys, ids, {}
         else:

@@ -56,7 +56,9 @@ def map_frames(path: Path) -> tuple[list[memoryview], int] | None:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size == 0:
                 return [], 0
-            data = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+            # MAP_POPULATE: the pages are mapped in one go (the whole file is read: every frame's checksum)
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            data = memoryview(mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ))
     except (OSError, ValueError):
         return None
     return _intact(data)

@@ -11,6 +11,7 @@ copied), on a branch at the repository's HEAD, with the state root (the persiste
 --server-rev runs that commit's server/ (exported with git archive) instead of the working tree's.
 
   a  index build: first hover → index ready              floors: `git log --name-only` and `--name-status -M` passes
+     server RSS with the index: steady, and its peak while the index file is written (sampled every 10 ms)
   b  restart: server start → hover from the persisted index      floor: server start → a `nagent.status` answer
      CLI `nagent-lsp history FILE --json` from it                 floor: `nagent-lsp --version` (CLI start)
   c  first hover on each file before the index is ready           floor: one `git log -n 50 -- FILE`
@@ -443,6 +444,17 @@ class Server:
         found = re.search(r"VmRSS:\s+(\d+) kB", status)
         return int(found.group(1)) / 1024 if found else None
 
+    def hwm_mb(self) -> float | None:
+        """Peak RSS of the server process so far (VmHWM)."""
+        if not self.proc:
+            return None
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return None
+        found = re.search(r"VmHWM:\s+(\d+) kB", status)
+        return int(found.group(1)) / 1024 if found else None
+
     def log_tail(self, lines: int = 8) -> str:
         text = ""
         for name in (self.log_file, self.log_file.with_name("stderr.txt")):
@@ -612,6 +624,15 @@ async def wait_quiet(folder: Path, quiet: float = 1.0, timeout: float = 120) -> 
         await asyncio.sleep(0.2)
 
 
+async def sample_rss(server: Server, samples: list[float]) -> None:
+    """RSS every 10 ms until cancelled (the peak while the index is written)."""
+    while True:
+        rss = server.rss_mb()
+        if rss is not None:
+            samples.append(rss)
+        await asyncio.sleep(0.01)
+
+
 async def hover_until(
     server: Server, path: Path, line: int, done: Callable[[str | None], bool], timeout: float
 ) -> tuple[float | None, str | None, int]:
@@ -674,6 +695,9 @@ class Bench:
         g, a = self.git, self.args
         passes, passes_m, builds, how = [], [], [], ""
         rss = None
+        steady_runs: list[float] = []
+        writing_runs: list[float] = []
+        hwm_runs: list[float] = []
         for run in range(a.runs):
             passes.append(g.drain("log", "--name-only", "--no-renames", HISTORY_FORMAT, "HEAD"))
             passes_m.append(g.drain("log", "--name-status", "-M", HISTORY_FORMAT, "HEAD"))
@@ -688,10 +712,19 @@ class Bench:
                 if ready is None:
                     return None, method, None
                 memory = s.rss_mb()
+                samples: list[float] = []
+                sampler = asyncio.create_task(sample_rss(s, samples))  # the index is being written now
                 complete = lambda card: card is not None and not card_total(card)[1]  # noqa: E731
                 _, card, _ = await hover_until(s, self.paths[0], self.lines[0], complete, a.timeout)
                 self.reference[self.files[0]] = card
                 await wait_quiet(s.state)  # the index is on disk before the restart (b)
+                sampler.cancel()
+                await asyncio.sleep(1.0)
+                steady = s.rss_mb()
+                if steady is not None and samples:
+                    steady_runs.append(steady)
+                    writing_runs.append(max(samples))
+                    hwm_runs.append(s.hwm_mb() or 0)
                 return ready - start, method, memory
 
             seconds, how, rss = await self.timed_server(server, body, a.build_timeout + 300)
@@ -714,6 +747,16 @@ class Bench:
             Row("a", "index build (same)", ours, None, "`git log --name-status -M` pass",
                 ours_runs=builds, floor_runs=passes_m)
         )  # fmt: skip
+        if steady_runs:
+            self.report.add(
+                Row("a", "server RSS with the index, steady (written, 1 s later)", None, None, "—",
+                    f"build peak (VmHWM) {spread(hwm_runs, 'MB')}", unit="MB", ours_runs=steady_runs)
+            )  # fmt: skip
+            self.report.add(
+                Row("a", "server RSS peak while the index is written", None, None, "steady RSS (row above)",
+                    "sampled every 10 ms from ready until the file is quiet", unit="MB",
+                    ours_runs=writing_runs, floor_runs=steady_runs)
+            )  # fmt: skip
         self.build_seconds = ours
 
     # (b) ------------------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice
@@ -494,9 +494,10 @@ class RepoIndex:
     ) -> Lineage:
         """The file's commits newest first, following renames backwards; at most `limit` commits. Only the first
         `window` become `CommitRef`s (a hot file has thousands; the ids of all are in `ids`)."""
-        has = (view or self.view).has
+        seen = view or self.view
+        has = seen.has
         ids_out: list[int] = []
-        names_out: list[int] = []  # the path id each commit saw the file under
+        spans: list[tuple[int, int]] = []  # (path id, how many of ids_out in a row saw the file under it)
         names: set[bytes] = {path}
         pid = self.path_ids.get(path)
         upper = len(self)
@@ -511,37 +512,30 @@ class RepoIndex:
             while k >= 0 and not has(renames[k][0]):
                 k -= 1
             floor_id, old = renames[k] if k >= 0 else (-1, None)
-            i = bisect_left(ids, upper) - 1
-            lo = bisect_left(ids, floor_id) if floor_id >= 0 else 0
-            while i >= lo:
-                c = ids[i]
-                if has(c):
-                    if limit is not None and len(ids_out) >= limit:
-                        complete = False
-                        break
-                    ids_out.append(c)
-                    names_out.append(pid)
-                i -= 1
+            found = _in_view(ids, bisect_left(ids, floor_id) if floor_id >= 0 else 0, bisect_left(ids, upper), seen)
+            if limit is not None and len(ids_out) + len(found) > limit:
+                del found[limit - len(ids_out) :]
+                complete = False
+            ids_out += found
+            spans.append((pid, len(found)))
             if old is None or not complete:
                 break
             names.add(self.paths[old])
             pid, upper = old, floor_id
-        shown: dict[int, str] = {}
+        shown = ids_out[:window] if window is not None else ids_out
         refs = []
-        for c, p in zip(ids_out[:window] if window is not None else ids_out, names_out, strict=False):
-            text = shown.get(p)
-            if text is None:
-                text = shown[p] = display(self.paths[p])
-            refs.append(self.ref(c, self.paths[p], text))
+        at = 0
+        for p, count in spans:
+            if at >= len(shown):
+                break
+            raw, text = self.paths[p], display(self.paths[p])
+            refs += [self.ref(c, raw, text) for c in shown[at : at + count]]
+            at += count
         return Lineage(path, tuple(refs), frozenset(names), complete, tuple(ids_out))
 
     def authors_of(self, ids: Iterable[int]) -> list[tuple[str, str, int]]:
         """(name, email, commits) of these commits' authors: most commits first, then by name, then e-mail."""
-        counts: dict[int, int] = {}
-        author = self.author
-        for c in ids:
-            a = author[c]
-            counts[a] = counts.get(a, 0) + 1
+        counts = Counter(map(self.author.__getitem__, ids))  # C speed: a hot file has thousands of commits
         people = [(*self.person_text(a), n) for a, n in counts.items()]
         return sorted(people, key=lambda p: (-p[2], p[0].lower(), p[1]))
 
@@ -855,6 +849,19 @@ class RepoIndex:
             elif mask is not None and self.lookup(head) is not None:
                 self.checkout(View(head, mask, len(self)))
         return meta
+
+
+def _in_view(ids: array | memoryview, lo: int, hi: int, view: View) -> list[int]:
+    """ids[lo:hi] that the view has, newest first, without a Python call per id (a hot file has thousands)."""
+    span = ids[lo:hi]
+    mask = view.mask
+    if mask is None:
+        size = view.size
+        if size is not None and span and span[-1] >= size:
+            span = span[: bisect_left(span, size)]
+        return list(reversed(span))
+    end = len(mask)
+    return [c for c in reversed(span) if c < end and mask[c] == 1]
 
 
 def release(parts: Iterable[object]) -> None:

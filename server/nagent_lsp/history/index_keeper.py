@@ -25,6 +25,19 @@ FIRST_ANSWER_WAIT = 1.0  # a cold build starts after the first request's answer,
 RETRY_FAILED = 30.0  # seconds before a failed build is tried again
 
 
+def release_freed_memory() -> None:
+    """Hand what a cold build freed back to the system. glibc keeps memory a thread freed in that thread's arena
+    (this pool's), so a 1M-commit build's transient columns (~250 MB) stayed in the server's RSS for good; its
+    `malloc_trim` returns the free pages of every arena. Elsewhere (no glibc) this does nothing."""
+    import ctypes  # here: only a build needs it
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
 class IndexKeeper:
     """`index`, `builder`, `state` and `generation` are read and written under `ctx.lock`; every change to the index
     and its file is serialised by `update_lock`. `on_change()` runs (under the lock) whenever the view changes."""
@@ -175,7 +188,9 @@ class IndexKeeper:
         self._install(index)
         with self.ctx.lock:
             self.builder = None
+        del builder
         self.persist(rewrite=True)
+        release_freed_memory()
 
     def _install(self, index: RepoIndex) -> None:
         with self.ctx.lock:

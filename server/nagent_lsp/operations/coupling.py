@@ -225,14 +225,14 @@ def _checks(
     try:
         from nagent_lsp.text.merge import line_hunks
 
-        firsts = [next(iter(line_hunks(c.base_text, c.new_text)), None) for c in changes]
-        files = [(c.path, c.uri, h.start if h else 0) for c, h in zip(changes, firsts, strict=True)]
+        hunks = [line_hunks(c.base_text, c.new_text) for c in changes]  # one diff per file (issue 29)
+        files = [(c.path, c.uri, h[0].start if h else 0) for c, h in zip(changes, hunks, strict=True)]
         hints = coupling_hints(session, files, buffer)
         warnings: list[HistoryWarning] = []
-        for change in changes:
+        for change, found in zip(changes, hunks, strict=True):
             if change.created:
                 continue
-            for hunk in line_hunks(change.base_text, change.new_text):
+            for hunk in found:
                 for message in fix_warnings(session, change.path, change.base_text, hunk.start, hunk.end):
                     warnings.append(HistoryWarning(change.uri, hunk.start, message))
     except Exception:  # noqa: BLE001 - a history check never fails a run; say so in the log

@@ -10,7 +10,7 @@ is the same text in every client, so the LSP port sends that instead. Pure: no e
 
 from __future__ import annotations
 
-from nagent_lsp.text.edits import TextEditSpec, split_lines
+from nagent_lsp.text.edits import TextEditSpec, line_count_before, split_lines
 
 _BREAKS = ("\r\n", "\r", "\n")
 
@@ -36,13 +36,15 @@ def within_lines(old: str, specs: list[TextEditSpec], encoding: str) -> list[Tex
     - any other edit whose new text ends with that line break: the break stays where it is.
 
     Anything else (the new text drops the final newline) is left as it was."""
-    lines = split_lines(old)
-    if not specs or not lines:
+    if not specs or not old.endswith(("\n", "\r")):
         return specs
-    brk = _terminator(lines[-1])
     last = specs[-1]
-    if not brk or (last.end_line, last.end_char) != (len(lines), 0):
+    # Counting the line breaks decides the usual case (no edit ends past the final break) without splitting a
+    # large text into its lines on every delivery.
+    if (last.end_line, last.end_char) != (line_count_before(old, len(old)), 0):
         return specs
+    lines = split_lines(old)
+    brk = _terminator(lines[-1])
 
     def line_end(i: int) -> tuple[int, int]:
         content = lines[i][: len(lines[i]) - len(_terminator(lines[i]))]

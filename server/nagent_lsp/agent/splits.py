@@ -12,6 +12,7 @@ disk; once the run's change is applied, the split folders it used are re-split f
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -265,13 +266,15 @@ def reindex(plan: PatchPlan) -> dict[str, Any]:
     Segment files stay where they are (a model may still refer to them); the index now describes the merged
     text. Extra per-segment keys survive; the whole-file summary is dropped because it described old text.
     """
-    data = plan.merged.encode("utf-8")
     index = {k: v for k, v in plan.index.items() if k != "summary"}
     line = 1
     offset = 0
     segments = []
+    # The merged text's hash from its segments' bytes: encoding the whole merged text again would cost a copy of it.
+    digest = hashlib.sha256()
     for position, (entry, text) in enumerate(plan.segments, 1):
         blob = text.encode("utf-8")
+        digest.update(blob)
         n = count_lines(blob)
         if position - 1 in plan.repaired:
             atomic_write_bytes(segment_path(plan.folder, entry), blob)
@@ -287,10 +290,12 @@ def reindex(plan: PatchPlan) -> dict[str, Any]:
         )
         line += n
         offset += len(blob)
+    merged = plan.merged
+    breaks = merged.count("\n") + merged.count("\r") - merged.count("\r\n")  # count_lines' rule, on the text
     index.update(
-        source_sha256=sha256_hex(data),
-        source_size_bytes=len(data),
-        source_line_count=count_lines(data),
+        source_sha256=digest.hexdigest(),
+        source_size_bytes=offset,
+        source_line_count=breaks + (1 if merged and merged[-1] not in "\r\n" else 0),
         segment_count=len(segments),
         segments=segments,
     )

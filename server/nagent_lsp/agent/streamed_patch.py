@@ -14,6 +14,7 @@ that do not tile the source): the caller then takes the whole-text path.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,9 +23,16 @@ from typing import Any
 
 from nagent_lsp.agent.splits import TrustedSplit, checked_entries, too_large_to_merge
 from nagent_lsp.core.errors import PatchError, SplitError
-from nagent_lsp.core.identity import sha256_hex
 from nagent_lsp.store.atomic import atomic_write_bytes
-from nagent_lsp.store.split_index import SegmentsTooLarge, UntrustedIndex, read_segment, segment_path, write_index
+from nagent_lsp.store.split_index import (
+    SegmentsTooLarge,
+    UntrustedIndex,
+    read_segment,
+    segment_path,
+    segment_paths,
+    write_index,
+)
+from nagent_lsp.store.transaction import Digest
 from nagent_lsp.text.edits import minimal_edits, unified_diff
 from nagent_lsp.text.segments import count_lines
 
@@ -41,6 +49,14 @@ class StreamedPlan:
     entries: list[dict[str, Any]]
     changed: dict[int, bytes]
     repaired: list[int]
+    heads: list[Digest]  # heads[i]: the hash of the source's bytes before segment i (see _hash_by_segment)
+
+    def hashed_head(self) -> tuple[int, Digest] | None:
+        """The new file's first bytes that are the source's, with their hash (`Write.hashed_head`)."""
+        if not self.changed:
+            return None
+        first = min(self.changed)
+        return self.entries[first]["start_byte"], self.heads[first]
 
     @property
     def size(self) -> int:
@@ -168,37 +184,54 @@ def plan_streamed(split: TrustedSplit, source: bytes, *, max_bytes: int) -> Stre
     entries = checked_entries(index)
     if not expected or not _tiles(entries, len(source)):
         return None
-    # The source is hashed while the segments are read (hashlib lets go of the GIL on large data).
-    hashed: list[str] = []
-    hasher = threading.Thread(target=lambda: hashed.append(sha256_hex(source)), daemon=True)
+    # The source is hashed while the segments are read (hashlib lets go of the GIL on large data), segment by
+    # segment: the hash of the bytes before each segment is kept, so the new file's hash starts from the one before
+    # its first changed segment instead of hashing its unchanged head again.
+    heads: list[Digest] = []
+    hasher = threading.Thread(target=_hash_by_segment, args=(source, entries, heads), daemon=True)
     hasher.start()
     try:
         changed = _changed_segments(split.folder, entries, source, max_bytes)
     finally:
         hasher.join()
-    if hashed[0] != expected:
+    actual = heads[-1].hexdigest()
+    if actual != expected:
         raise PatchError(
-            f"source hash does not match index.json (expected {expected}, got {hashed[0]}): "
+            f"source hash does not match index.json (expected {expected}, got {actual}): "
             f"{split.source.name} changed since it was split; split it again, or patch with force"
         )
     # A segment is a run of whole lines: a non-final segment whose last line break an edit dropped gets it back
     # (as plan_patch does), or its last line would join the next segment's first.
-    repaired = []
-    newline = _newline(source) if changed else b"\n"
-    for position, raw in changed.items():
-        if position < len(entries) - 1 and raw and not raw.endswith((b"\n", b"\r")):
-            changed[position] = raw + newline
-            repaired.append(position)
-    return StreamedPlan(split, source, entries, changed, repaired)
+    # The file's line break is looked up only when a repair needs it: finding it scans the whole source.
+    repaired = [p for p, raw in changed.items() if p < len(entries) - 1 and raw and not raw.endswith((b"\n", b"\r"))]
+    if repaired:
+        newline = _newline(source)
+        for position in repaired:
+            changed[position] += newline
+    return StreamedPlan(split, source, entries, changed, repaired, heads)
+
+
+def _hash_by_segment(source: bytes, entries: list[dict[str, Any]], heads: list[Digest]) -> None:
+    """heads[i]: the sha256 of source[:entries[i]["start_byte"]]; heads[-1] (one more): of the whole source."""
+    digest = hashlib.sha256()
+    view = memoryview(source)
+    for entry in entries:
+        heads.append(digest.copy())
+        digest.update(view[entry["start_byte"] : entry["end_byte"]])
+    heads.append(digest)
 
 
 def _changed_segments(folder: Path, entries: list[dict[str, Any]], source: bytes, max_bytes: int) -> dict[int, bytes]:
     """position → bytes of each segment whose file no longer holds its range of `source`."""
     changed: dict[int, bytes] = {}
     total = 0
+    try:
+        paths = segment_paths(folder, entries)
+    except UntrustedIndex as exc:
+        raise PatchError(str(exc)) from None
     for position, entry in enumerate(entries):
         start, end = entry["start_byte"], entry["end_byte"]
-        raw = _segment_bytes(folder, entry, max(0, max_bytes - total), max_bytes)
+        raw = _segment_bytes(paths[position], max(0, max_bytes - total), max_bytes)
         total += len(raw)
         if total > max_bytes:
             raise PatchError(too_large_to_merge(max_bytes))
@@ -207,15 +240,15 @@ def _changed_segments(folder: Path, entries: list[dict[str, Any]], source: bytes
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            path = segment_path(folder, entry)
+            path = paths[position]
             raise PatchError(f"segment is not valid UTF-8: {path} ({exc.reason} at byte {exc.start})") from None
         changed[position] = raw
     return changed
 
 
-def _segment_bytes(folder: Path, entry: dict[str, Any], limit: int, max_bytes: int) -> bytes:
+def _segment_bytes(path: str, limit: int, max_bytes: int) -> bytes:
     try:
-        return read_segment(segment_path(folder, entry), limit)
+        return read_segment(path, limit)
     except SegmentsTooLarge:
         raise PatchError(too_large_to_merge(max_bytes)) from None
     except (SplitError, UntrustedIndex) as exc:

@@ -7,24 +7,33 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nagent_lsp.config.state_root import resolve_state_root
 from nagent_lsp.core.ports import ApplyOutcome, FileChange, FileOutcome, Records
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.store.root import ensure_root
 from nagent_lsp.store.transaction import Write, commit
-from nagent_lsp.text.edits import minimal_edits
-from nagent_lsp.text.merge import ChangeSetPlan, Current, plan_change_set
+
+if TYPE_CHECKING:
+    from nagent_lsp.text.merge import ChangeSetPlan, Current
+
+# text.merge and text.edits are imported where they are used: `nagent-lsp patch` and `split` load this module with the
+# CLI's port and never merge three ways (13 ms of dataclasses and regexes at every start).
 
 
 def on_disk(change: FileChange) -> Current:
     """A file's current text on the disk (None: it does not exist)."""
+    from nagent_lsp.text.merge import Current
+
     exists = change.path.exists()
     return Current(read_disk_text(change.path) if exists else None, None, change.uri)
 
 
 def outcomes(plan: ChangeSetPlan) -> tuple[FileOutcome, ...]:
     """Each planned file as the port reports it applied."""
+    from nagent_lsp.text.edits import minimal_edits
+
     return tuple(
         FileOutcome(
             p.change.path,
@@ -58,6 +67,8 @@ async def apply_on_disk(
     """Every file merged three ways against the disk first (`plan_change_set`); a conflict writes nothing; then
     the files and `records` are written as one transaction: all of them or none, even when the process is killed
     halfway."""
+    from nagent_lsp.text.merge import plan_change_set
+
     plan = plan_change_set(changes, on_disk)
     if plan.conflict is not None:
         return ApplyOutcome(False, 0, plan.reason, plan.conflict_text, conflict=plan.conflict)

@@ -158,7 +158,14 @@ def _patch_on_disk(
     diff, edits = plan.diff_and_edits(_label(source, port))
     if not dry_run:
         root = ensure_root(resolve_state_root(source, port.workspace_folders()).path)
-        write = Write(source, None, chunks=plan.chunks, old_sha256=split.index["source_sha256"], old_signature=seen)
+        write = Write(
+            source,
+            None,
+            chunks=plan.chunks,
+            old_sha256=split.index["source_sha256"],
+            old_signature=seen,
+            hashed_head=plan.hashed_head(),
+        )
         digests = commit(root, [write])
     written = write_patch(session.state_dir(source, "patches"), source, diff)
     patch_path = str(written) if written else None

@@ -17,8 +17,10 @@ directly inside the index's folder. Cleanup deletes only files the old index lis
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,7 @@ from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.identity import file_id_for, short_slug
 from nagent_lsp.store import provenance
 from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
-from nagent_lsp.store.files import FileTooLarge, NotRegularFile, read_regular_bytes
+from nagent_lsp.store.files import FileTooLarge, NotRegularFile, file_kind, read_regular_bytes
 
 INDEX = "index.json"
 WRITER = "nagent-lsp"
@@ -76,7 +78,23 @@ def verify_index(index_path: Path, index: dict[str, Any]) -> None:
 def write_index(index_path: Path, index: dict[str, Any]) -> None:
     """Write `index` (stamped in place as the server's own) into its folder."""
     _stamp(index_path, index)
-    atomic_write_text(index_path, json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(index_path, _readable_json(index))
+
+
+def _readable_json(index: dict[str, Any]) -> str:
+    """The index as JSON a person can read: one field a line, one segment a line. `json.dumps(indent=...)` takes the
+    pure-Python encoder (40 ms for the 1,500 segments of a 50 MB file), a dumps per segment makes an encoder each
+    (20 ms); the segments are dumped at once and broken between entries: `}, {"` occurs nowhere else in compact JSON
+    of flat objects, since a quote inside a string is escaped."""
+    fields = []
+    for key, value in index.items():
+        if key == "segments" and isinstance(value, list) and value:
+            body = json.dumps(value, ensure_ascii=False)[1:-1].replace('}, {"', '},\n    {"')
+            text = "[\n    " + body + "\n  ]"
+        else:
+            text = json.dumps(value, ensure_ascii=False)
+        fields.append(f"  {json.dumps(key, ensure_ascii=False)}: {text}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
 
 
 def write_split(index_path: Path, index: dict[str, Any], blobs: list[bytes]) -> None:
@@ -91,6 +109,11 @@ def segment_path(folder: Path, entry: dict[str, Any]) -> Path:
 
     The path is judged without following its last component: a segment that is a symlink is refused when it
     is read or deleted (`read_segment`, `remove_stale_segments`), never followed."""
+    return folder / _segment_name(str(folder), folder, entry)
+
+
+def _segment_name(prefix: str, folder: Path, entry: dict[str, Any]) -> str:
+    """The file name of a segment entry whose path lies directly inside `folder` (`prefix`: str(folder))."""
     raw = entry.get("path")
     if not isinstance(raw, str) or not raw or "\0" in raw:
         raise UntrustedIndex("a segment has no valid path")
@@ -98,9 +121,15 @@ def segment_path(folder: Path, entry: dict[str, Any]) -> Path:
         raise UntrustedIndex(f"segment path {raw!r} is not absolute")
     lexical = os.path.normpath(raw)  # ".." folded first, so the name below is the file's own
     parent, name = os.path.split(lexical)
-    if not name or name in (INDEX, ".", "..") or (parent != str(folder) and _resolved(parent) != folder):
+    if not name or name in (INDEX, ".", "..") or (parent != prefix and _resolved(parent) != folder):
         raise UntrustedIndex(f"segment path {raw!r} is not a file of its split folder {folder}")
-    return folder / name
+    return name
+
+
+def segment_paths(folder: Path, entries: list[dict[str, Any]]) -> list[str]:
+    """`segment_path` of each entry as a string (one Path per segment costs more than reading a small one)."""
+    prefix = str(folder)
+    return [os.path.join(prefix, _segment_name(prefix, folder, entry)) for entry in entries]
 
 
 def _resolved(parent: str) -> Path | None:
@@ -153,14 +182,16 @@ def load_index(index_path: Path, *, verify: bool = True) -> dict[str, Any]:
     segments = index.get("segments")
     if not isinstance(segments, list) or not segments:
         raise SplitError(f"index.json has no segments: {index_path}")
+    prefix = str(folder)
     for position, entry in enumerate(segments, 1):
         if (
             not isinstance(entry, dict)
-            or not all(type(entry.get(k)) is int for k in ("start_line_num", "end_line_num"))
+            or type(entry.get("start_line_num")) is not int
+            or type(entry.get("end_line_num")) is not int
             or not isinstance(entry.get("path"), str)
         ):
             raise SplitError(f"index.json segment {position} needs start_line_num, end_line_num and path")
-        segment_path(folder, entry)
+        _segment_name(prefix, folder, entry)
     if verify:
         verify_index(index_path, index)
     return index
@@ -170,11 +201,44 @@ class SegmentsTooLarge(SplitError):
     """The segments read so far and this one hold more than the merge may (maxFileBytes)."""
 
 
-def read_segment(path: Path, limit: int) -> bytes:
+_SEGMENT_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_SEGMENT_FLAGS |= getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read_small_regular(path: Path | str, limit: int) -> bytes:
+    """`read_regular_bytes(path, limit, follow_symlinks=False)` for the many small files of a split, with the same
+    checks (a link or a non-regular file refused before it is opened, the open non-blocking, never following a link,
+    re-checked with fstat, at most limit + 1 bytes read) and fewer Python steps: a 50 MB file has 1,500 segments."""
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(Path(path), file_kind(st.st_mode))
+    if st.st_size > limit:
+        raise FileTooLarge(Path(path), st.st_size, limit)
+    try:
+        fd = os.open(path, _SEGMENT_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped for a link after the stat
+            raise NotRegularFile(Path(path), "a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped between the stat and the open
+            raise NotRegularFile(Path(path), file_kind(st.st_mode))
+        if st.st_size > limit:
+            raise FileTooLarge(Path(path), st.st_size, limit)
+        data = os.read(fd, st.st_size + 1)
+        if len(data) > st.st_size:  # it grew after the fstat: read it the careful way
+            return read_regular_bytes(path, limit, follow_symlinks=False)
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_segment(path: Path | str, limit: int) -> bytes:
     """One segment's bytes (a path `segment_path` accepted) through the bounded reader; never through a link.
     `limit`: the bytes the merge may still take (SegmentsTooLarge beyond)."""
     try:
-        return read_regular_bytes(path, limit, follow_symlinks=False)
+        return _read_small_regular(path, limit)
     except FileNotFoundError:
         raise SplitError(f"segment not found: {path}") from None
     except FileTooLarge:

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import attrs
 
@@ -49,6 +49,16 @@ INTENT = "intent.json"
 LOCK = "lock"
 CRASH_ENV = "NAGENT_LSP_TEST_CRASH_AFTER"
 UNLOCKED_GRACE = 3600.0  # seconds: a folder without a lock file this young is being made by a running process
+
+
+class Digest(Protocol):
+    """A hashlib object (sha256): what `Write.hashed_head` carries."""
+
+    def update(self, data: bytes | memoryview, /) -> None: ...
+
+    def copy(self) -> Digest: ...
+
+    def hexdigest(self) -> str: ...
 
 
 @attrs.frozen
@@ -67,6 +77,9 @@ class Write:
     chunks: Callable[[], Iterable[bytes | memoryview]] | None = None
     old_sha256: str | None = None
     old_signature: tuple[int, int, int, int] | None = None
+    # (n, digest): the sha256 of the first n bytes `chunks` yields, already computed (a patch's unchanged head is
+    # the old file's, whose hash the caller took): a copy of it takes the rest, those n bytes are written unhashed.
+    hashed_head: tuple[int, Digest] | None = None
 
     @property
     def deletes(self) -> bool:
@@ -123,10 +136,14 @@ def _write_content(handle: BinaryIO, write: Write) -> str:
         assert write.data is not None
         handle.write(write.data)
         return _digest(write.data)
-    digest = hashlib.sha256()
+    skip, digest = (write.hashed_head[0], write.hashed_head[1].copy()) if write.hashed_head else (0, hashlib.sha256())
     for chunk in write.chunks():
-        digest.update(chunk)
         handle.write(chunk)
+        if skip >= len(chunk):
+            skip -= len(chunk)
+            continue
+        digest.update(memoryview(chunk)[skip:] if skip else chunk)
+        skip = 0
     return digest.hexdigest()
 
 

@@ -14,7 +14,8 @@ Cases, interleaved round by round (floor, then each of ours) so a busy machine s
   cold --json  the same, printing the `nagent.history` result as JSON (what editors' scripts read)
   index        a persisted index exists (a server ran in this repository before): the CLI loads it
 
-Each row prints min/median/max of --runs runs and the ratio of medians to the floor, with the load average. HOME is
+Each row prints min/median/max of --runs runs and the ratio of medians to the floor, with the load average, and the
+median CPU time (user + system of the process and its git children: what a busy machine does not stretch). HOME is
 a temporary folder (no user config, no key variable): the start every user gets first. `--nagent` is the launcher
 measured (default: the `nagent-lsp` console script beside this Python, else `python -m nagent_lsp`).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,10 +49,25 @@ def launcher(given: str | None) -> list[str]:
     return [str(script)] if script.exists() else [PYTHON, "-m", "nagent_lsp"]
 
 
+CPU: list[float] = []  # CPU seconds of the last run (user + system, its git children included)
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    cpu = _children_cpu()
     started = time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    CPU[:] = [_children_cpu() - cpu]
+    return elapsed
+
+
+def run_cpu(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    return run(argv, env, cwd), CPU[0]
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
@@ -111,20 +128,25 @@ def build_index(repo: Path, rel: str, env: dict[str, str]) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def measure(repo: Path, rel: str, nagent: list[str], env: dict[str, str], runs: int) -> dict[str, list[float]]:
+Samples = dict[str, list[tuple[float, float]]]  # name -> [(wall, cpu)]
+
+
+def measure(repo: Path, rel: str, nagent: list[str], env: dict[str, str], runs: int) -> Samples:
     index = build_index(repo, rel, env)
     aside = index.with_name(index.name + ".aside")
     index.rename(aside)
     history = [*nagent, "history", rel]
-    samples: dict[str, list[float]] = {k: [] for k in ("floor", "cold", "cold --json", "index")}
+    samples: Samples = {k: [] for k in ("floor", "cold", "cold --json", "index")}
     for attempt in range(runs + 1):  # the first round warms the page cache and .pyc files, and is dropped
+        version = run_cpu([*nagent, "--version"], env, repo)
+        log = run_cpu(["git", "log", "-n", "50", "--", rel], env, repo)
         got = {
-            "floor": run([*nagent, "--version"], env, repo) + run(["git", "log", "-n", "50", "--", rel], env, repo),
-            "cold": run(history, env, repo),
-            "cold --json": run([*history, "--json"], env, repo),
+            "floor": (version[0] + log[0], version[1] + log[1]),
+            "cold": run_cpu(history, env, repo),
+            "cold --json": run_cpu([*history, "--json"], env, repo),
         }
         shutil.copyfile(aside, index)
-        got["index"] = run(history, env, repo)
+        got["index"] = run_cpu(history, env, repo)
         index.unlink()
         if attempt:
             for name, value in got.items():
@@ -132,14 +154,22 @@ def measure(repo: Path, rel: str, nagent: list[str], env: dict[str, str], runs: 
     return samples
 
 
-def report(title: str, samples: dict[str, list[float]]) -> None:
-    floor = statistics.median(samples["floor"])
+def report(title: str, samples: Samples) -> None:
+    floor = statistics.median(w for w, _ in samples["floor"])
+    floor_cpu = statistics.median(c for _, c in samples["floor"])
     print(f"{title}  (load {os.getloadavg()[0]:.2f})")
-    for name, values in samples.items():
+    print(f"  {'':<12} {'wall min / median / max':>29}   ratio   {'cpu median':>10}  ratio")
+    for name, pairs in samples.items():
+        values = [w for w, _ in pairs]
         low, mid, high = min(values), statistics.median(values), max(values)
-        ratio = "" if name == "floor" else f"  {mid / floor:5.2f}× floor"
+        cpu = statistics.median(c for _, c in pairs)
+        ratio = "" if name == "floor" else f"{mid / floor:5.2f}×"
+        cpu_ratio = "" if name == "floor" else f"{cpu / floor_cpu:5.2f}×"
         goal = "" if name != "cold" else f"  (goal ≤ {GOAL}×: {'met' if mid / floor <= GOAL else 'NOT met'})"
-        print(f"  {name:<12} {low * 1000:7.1f} / {mid * 1000:7.1f} / {high * 1000:7.1f} ms{ratio}{goal}")
+        print(
+            f"  {name:<12} {low * 1000:7.1f} / {mid * 1000:7.1f} / {high * 1000:7.1f} ms {ratio:>7}"
+            f"   {cpu * 1000:7.1f} ms {cpu_ratio:>6}{goal}"
+        )
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,8 +40,15 @@ def _frame(payload: dict) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def time_initialize(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """Seconds from spawning the server to reading its `initialize` response."""
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def time_initialize(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Seconds from spawning the server to reading its `initialize` response, and the CPU seconds the process used
+    in its whole life (start, initialize, shutdown, exit: a figure a busy machine does not stretch)."""
+    cpu = _children_cpu()
     init = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -74,13 +82,15 @@ def time_initialize(argv: list[str], env: dict[str, str], cwd: Path) -> float:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
-    return elapsed
+        proc.wait()
+    return elapsed, _children_cpu() - cpu
 
 
-def time_command(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def time_command(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    cpu = _children_cpu()
     started = time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
 
 
 def install(venv: Path, fresh: bool) -> Path:
@@ -143,11 +153,14 @@ def main() -> int:
     if subprocess.run([str(python), "-c", "import git"], capture_output=True).returncode:
         del cases["python -c 'import git'"]  # GitPython is no dependency any more: that floor exists only if installed
     samples: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     for kind, argv in cases.values():  # warm the OS page cache and .pyc files once
         (time_initialize if kind == "lsp" else time_command)(argv, env, cwd)
     for _ in range(args.runs):
         for name, (kind, argv) in cases.items():
-            samples[name].append((time_initialize if kind == "lsp" else time_command)(argv, env, cwd))
+            wall, used = (time_initialize if kind == "lsp" else time_command)(argv, env, cwd)
+            samples[name].append(wall)
+            cpu[name].append(used)
     median = {name: statistics.median(values) for name, values in samples.items()}
     width = max(map(len, cases))
     print(
@@ -156,7 +169,10 @@ def main() -> int:
     )
     for name in cases:
         low, high = min(samples[name]), max(samples[name])
-        print(f"  {name:<{width}}  {low * 1000:7.1f} / {median[name] * 1000:7.1f} / {high * 1000:7.1f} ms")
+        print(
+            f"  {name:<{width}}  {low * 1000:7.1f} / {median[name] * 1000:7.1f} / {high * 1000:7.1f} ms"
+            f"   cpu {statistics.median(cpu[name]) * 1000:7.1f} ms"
+        )
     bare = median["bare pygls server: initialize answered"]
     print("ratios against the floors measured in this run:")
     checks = [
@@ -167,6 +183,9 @@ def main() -> int:
     if git_floor:
         checks.insert(1, ("status / python -c 'import git'", median["nagent-lsp status"] / git_floor, 1.5))
         checks.insert(2, ("history / python -c 'import git'", median["nagent-lsp history FILE"] / git_floor, None))
+    bare_cpu = statistics.median(cpu["bare pygls server: initialize answered"])
+    ours_cpu = statistics.median(cpu["nagent-lsp server: initialize answered"])
+    checks.insert(1, ("server / bare pygls, CPU of the whole run", ours_cpu / bare_cpu, None))
     for label, ratio, goal in checks:
         verdict = "" if goal is None else ("  (goal ≤ {:.1f}×: {})".format(goal, "met" if ratio <= goal else "NOT met"))
         print(f"  {label:<36} {ratio:5.2f}×{verdict}")

@@ -25,6 +25,9 @@ HEAVY = (
     "nagent_lsp.operations.code_actions",
     "nagent_lsp.operations.attribution",
     "nagent_lsp.acp",
+    "nagent_lsp.text.merge",  # the change-set planner and merge3: the first edit loads them (lsp/port.py)
+    "merge3",
+    "nagent_lsp.store.transaction",
     "openai",
     "acp",
     "mcp",

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -33,10 +34,10 @@ from nagent_lsp.lsp import capabilities as caps
 from nagent_lsp.lsp.server import NagentServer
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.store.root import ensure_root
-from nagent_lsp.store.transaction import Write, commit
-from nagent_lsp.text.document_end import within_lines
 from nagent_lsp.text.edits import TextEditSpec, minimal_edits
-from nagent_lsp.text.merge import Current, plan_change_set
+
+if TYPE_CHECKING:  # the planner, merge3 and the transaction log load at the first edit, not at start-up (issue 29)
+    from nagent_lsp.text.merge import Current
 
 log = logging.getLogger("nagent_lsp")
 
@@ -123,6 +124,8 @@ class LspPort:
 
     def _current(self, change: FileChange) -> Current:
         """A file's text as the editor has it: its open buffer, else the disk (None: no such file)."""
+        from nagent_lsp.text.merge import Current
+
         buffer = self.read_buffer(change.path)
         if buffer is not None:
             return Current(buffer.text, buffer.version, buffer.uri)
@@ -133,6 +136,8 @@ class LspPort:
     def _plan(self, changes: Sequence[FileChange]) -> tuple[list[_Planned], ApplyOutcome | None]:
         """The change set planned by the one planner every port shares (`text.merge.plan_change_set`), each
         file's edits in the editor's position encoding."""
+        from nagent_lsp.text.merge import plan_change_set
+
         plan = plan_change_set(changes, self._current)
         if plan.conflict is not None:
             return [], ApplyOutcome(False, 0, plan.reason, plan.conflict_text, conflict=plan.conflict)
@@ -215,6 +220,8 @@ class LspPort:
             )
             for p in planned
         )
+        from nagent_lsp.store.transaction import Write, commit
+
         writes = [Write(p.change.path, p.target.encode("utf-8")) for p in on_disk]
         if records is not None:
             writes += [Write(r.path, None if r.text is None else r.text.encode("utf-8")) for r in records.make(files)]
@@ -365,6 +372,8 @@ def _mark_range(start: int, end: int, last: int | None) -> types.Range:
 def _edits(current: str, target: str, encoding: str) -> list[TextEditSpec]:
     """Minimal edits; an insertion at the end of a file said inside its lines, since Neovim appends an edit that
     starts past the last line as new lines, its trailing newline an extra blank line (issue 25, item 5)."""
+    from nagent_lsp.text.document_end import within_lines
+
     return within_lines(current, minimal_edits(current, target, encoding), encoding)
 
 

@@ -576,3 +576,33 @@ def test_a_tampered_index_file_answers_from_git_until_it_is_rebuilt(tmp_path, mo
     assert not late.partial and [c.hash for c in late.view.commits] == full_history(root, "g0.txt")
     assert [c.hash for c in service.entry("f.txt", HistorySettings()).view.commits] == h[::-1]
     service.close()
+
+
+def test_local_branches_are_prepared_so_a_first_switch_reads_nothing(tmp_path) -> None:
+    """After the index is ready, the views of the most recently updated local branches are made in the background
+    (their commits read if the pool lacks them): the first switch to one runs no git process and repaints nothing."""
+    root = tmp_path / "repo"
+    h = simple_repo(root)
+    git(root, "checkout", "-q", "-b", "topic", h[3])
+    topic = fast_import(root, [{"message": b"t%d" % i, "files": {b"f.txt": b"t%d\n" % i}} for i in range(2)], "topic")
+    git(root, "checkout", "-q", "main")
+    service = HistoryService(root, tmp_path / "cache")
+    assert service.start().result()
+    service.keeper.pool.submit(lambda: None).result()  # the preparation queued behind the build has run
+    hs = HistorySettings()
+    assert service.keeper.index is not None and service.keeper.index.has_view(topic[-1])
+    processes, appended = service.counters.git_processes, service.counters.appended
+    assert appended == 2  # the branch's own commits, read ahead
+    git(root, "checkout", "-q", "topic")
+    assert (
+        [c.hash for c in service.entry("f.txt", hs).view.commits]
+        == full_history(root, "f.txt")
+        == [
+            *topic[::-1],
+            *h[3::-1],
+        ]
+    )
+    assert service.counters.git_processes == processes and service.counters.appended == appended
+    git(root, "checkout", "-q", "main")
+    assert [c.hash for c in service.entry("f.txt", hs).view.commits] == h[::-1]
+    service.close()

@@ -50,7 +50,7 @@ FORMAT_VERSION = 3  # 3: the whole segment carries its view's mask; ids are chec
 MAX_RENAME_HOPS = 64
 HASH = 20  # bytes of a binary SHA-1
 TIPS = 16  # recent HEADs remembered as "everything they reach is in the pool" (the --not list of an update)
-VIEWS = 4  # recent views kept, so a switch back costs nothing
+VIEWS = 6  # recent views kept (and local branches' views made ahead), so a switch back costs nothing
 
 # Kinds of change entries (one byte each, beside the path id). A rename or copy is two entries: the new name with
 # R or C, immediately followed by the old name with r or c. Sources are not "touched" by the commit.
@@ -477,6 +477,20 @@ class RepoIndex:
         for c in only_new:
             mask[c] = 1
         return View(head, mask, len(self))
+
+    def has_view(self, head: str) -> bool:
+        return head in self._views
+
+    def keep_view(self, view: View) -> None:
+        """Remember a view made ahead (a local branch) without making it the current one; the current view stays."""
+        if view.head is None or view.head in self._views:
+            return
+        self._views[view.head] = view
+        while len(self._views) > VIEWS:
+            self._views.popitem(last=False)
+        if self.view.head is not None and self.view.head not in self._views:  # never the current one
+            self._views.popitem(last=False)
+            self._views[self.view.head] = self.view
 
     def checkout(self, view: View) -> None:
         """Make `view` the one queries use by default, and remember its HEAD as a tip."""

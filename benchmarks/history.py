@@ -22,6 +22,7 @@ copied), on a branch at the repository's HEAD, with the state root (the persiste
   f  a new commit → hover shows it (median of --moves)             floor: git's part of an incremental update
   g  commit --amend; branch switch to --other and back             floor: (f) on the same server (git's part noted)
   h  server RSS over --commits new commits with hovers             floor: RSS before them
+     (--switches: after each, to --other and back, every file hovered at each HEAD)
 
 "Index ready" is read from `nagent.status` (a `history` field), a `$/progress` end, or an INFO log line, whichever
 comes first; a server with none of them is timed by its persisted index file appearing (an upper bound), and the
@@ -1136,6 +1137,13 @@ class Bench:
             for j, path in enumerate(self.paths):
                 if j != k:
                     await s.hover(path, self.lines[j])
+            if a.switches:  # two more HEAD moves: to --other and back, every file hovered at each (issue 29)
+                for branch in ("bench-other", "bench-main"):
+                    self.git.out("checkout", "-q", branch)
+                    for j, path in enumerate(self.paths):
+                        if path.exists():
+                            await s.reload(path)
+                            await s.hover(path, self.lines[j])
             if (i + 1) % 10 == 0:
                 samples.append(s.rss_mb() or 0)
                 print(f"    {i + 1} commits: RSS {samples[-1]:.0f} MB", flush=True)
@@ -1148,7 +1156,8 @@ class Bench:
         self.report.add(
             Row(
                 "h",
-                f"server RSS after {a.commits} new commits with hovers",
+                f"server RSS after {a.commits} new commits with hovers"
+                + (f" and {2 * a.commits} switches to --other and back" if a.switches else ""),
                 after,
                 before,
                 "RSS before them",
@@ -1269,6 +1278,7 @@ def main() -> int:
     ap.add_argument("--hovers", type=int, default=200, help="warm hovers for (e)")
     ap.add_argument("--commits", type=int, default=100, help="new commits for (h)")
     ap.add_argument("--moves", type=int, default=5, help="new commits for (f), amends and switches for (g)")
+    ap.add_argument("--switches", action="store_true", help="(h): switch to --other and back after each commit")
     ap.add_argument("--timeout", type=float, default=60, help="seconds any one answer may take")
     ap.add_argument("--build-timeout", type=float, default=1800, help="seconds the index build may take")
     ap.add_argument("--skip", default="", help="letters of steps to skip, e.g. 'dh'")

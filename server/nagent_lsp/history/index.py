@@ -1065,10 +1065,10 @@ class IndexBuilder:
         )
 
     # -- finishing ----------------------------------------------------------------------------------------------
-    def _parent_links(self) -> tuple[array, dict[int, list[int]]]:
+    def _parent_links(self) -> tuple[array, dict[int, list[int]], HashLookup]:
         """Each stream id's first and second parent (`links[2s]`, `links[2s+1]`) and any further ones (`more`),
         encoded: a pool id (>= 0), -2 - stream id for a parent in this batch, -1 for none (beyond a shallow
-        boundary, or known nowhere)."""
+        boundary, or known nowhere); and the batch's hash lookup (in stream ids)."""
         index, count, hashes = self.index, self.count, self._hashes
         batch = HashLookup()
         batch.rebuild(hashes, count)
@@ -1093,7 +1093,7 @@ class IndexBuilder:
                 else:
                     more.setdefault(s, []).append(found)
                 k += 1
-        return links, more
+        return links, more, batch
 
     def _order(self, links: array, more: dict[int, list[int]]) -> list[int]:
         """Stream ids in id order: oldest first (the stream's reverse), every parent before its children."""
@@ -1135,7 +1135,7 @@ class IndexBuilder:
         count = self.count
         if not count:
             return []
-        links, more = self._parent_links()
+        links, more, batch = self._parent_links()
         order = self._order(links, more)
         base = len(index)
         final = array("q", bytes(8 * count))
@@ -1151,7 +1151,11 @@ class IndexBuilder:
             index.more_parents[final[s]] = tuple(resolve(x) for x in extra)
         del links
         # the per-path lists the stream kept for partial answers, in final ids (ascending)
-        by_path = {pid: array("I", sorted([final[s] for s in sids])) for pid, sids in self._by_path.items()}
+        at = final.__getitem__
+        if all(map(operator.eq, order, range(count - 1, -1, -1))):  # git's order was topological: nothing to sort
+            by_path = {pid: array("I", map(at, reversed(sids))) for pid, sids in self._by_path.items()}
+        else:
+            by_path = {pid: array("I", sorted(map(at, sids))) for pid, sids in self._by_path.items()}
         # copied commit by commit, never as one list of slices (a million slice objects at once: ~200 MB)
         hashes, subj, subj_off = self._hashes, self._subj, self._subj_off
         pids, kinds, ch_off = self._ch_pid, self._ch_kind, self._ch_off
@@ -1171,7 +1175,10 @@ class IndexBuilder:
         index.author.extend(array("I", [self._author[s] for s in order]))
         index.time.extend(array("q", [self._time[s] for s in order]))
         index._derive(base, by_path)
-        if base == 0 or count >= HashLookup.MERGE_AT:
+        if base == 0:  # the batch's lookup is the pool's, in final ids (no second sort of every hash)
+            index._lookup.keys, index._lookup.ids = batch.keys, array("I", map(at, batch.ids))
+            index._lookup.recent = {}
+        elif count >= HashLookup.MERGE_AT:
             index._lookup.rebuild(index.hashes, len(index))
         else:
             for cid in range(base, len(index)):

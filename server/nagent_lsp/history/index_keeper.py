@@ -127,7 +127,8 @@ class IndexKeeper:
                 ok = loaded.head == head or self._update_to(head, allow_rebuild=build)
                 if ok:
                     self._announce(f"loaded in {time.monotonic() - began:.2f} s")
-                    self.pool.submit(self._prepare_branches)
+                    if build:  # a long-lived server (a one-shot CLI never switches branches)
+                        self.pool.submit(self._prepare_branches)
                 return ok
             if build:
                 # the first request's own git query runs alone (both cores, the GIL): the build waits for it

@@ -27,6 +27,7 @@ from nagent_lsp.core.identity import sha256_hex
 from nagent_lsp.store.atomic import atomic_write_bytes
 from nagent_lsp.store.split_index import (
     INDEX,
+    STAMP,
     SegmentsTooLarge,
     SplitResult,
     UntrustedIndex,
@@ -280,7 +281,8 @@ def reindex(plan: PatchPlan) -> dict[str, Any]:
             atomic_write_bytes(segment_path(plan.folder, entry), blob)
         segments.append(
             {
-                **entry,
+                # No stamp survives this path: its texts may be staged ones, not the files' (the next patch reads).
+                **{k: v for k, v in entry.items() if k != STAMP},
                 "segment_index": position,
                 "start_line_num": line,
                 "end_line_num": line + n - 1,

@@ -15,21 +15,26 @@ that do not tile the source): the caller then takes the whole-text path.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from nagent_lsp.agent.splits import TrustedSplit, checked_entries, too_large_to_merge
 from nagent_lsp.core.errors import PatchError, SplitError
-from nagent_lsp.store.atomic import atomic_write_bytes
+from nagent_lsp.store.atomic import atomic_write_stat
 from nagent_lsp.store.split_index import (
+    STAMP,
     SegmentsTooLarge,
     UntrustedIndex,
-    read_segment,
+    file_stamp,
+    read_segment_stat,
     segment_path,
     segment_paths,
+    settled_stamp,
+    stamp_holds,
     write_index,
 )
 from nagent_lsp.store.transaction import Digest
@@ -50,6 +55,7 @@ class StreamedPlan:
     changed: dict[int, bytes]
     repaired: list[int]
     heads: list[Digest]  # heads[i]: the hash of the source's bytes before segment i (see _hash_by_segment)
+    stamps: dict[int, list[int] | None]  # the new stamps of the segment files read (store.split_index.STAMP)
 
     def hashed_head(self) -> tuple[int, Digest] | None:
         """The new file's first bytes that are the source's, with their hash (`Write.hashed_head`)."""
@@ -131,8 +137,12 @@ class StreamedPlan:
                 size = entry["end_byte"] - entry["start_byte"]
             else:
                 lines, size = count_lines(new), len(new)
-                if position in self.repaired:
-                    atomic_write_bytes(segment_path(folder, entry), new)
+            stamp = self.stamps[position] if position in self.stamps else entry.get(STAMP)
+            if position in self.repaired:
+                stamp = file_stamp(atomic_write_stat(segment_path(folder, entry), new or b""))
+            entry = {k: v for k, v in entry.items() if k != STAMP}
+            if stamp is not None:
+                entry[STAMP] = stamp
             segments.append(
                 {
                     **entry,
@@ -191,7 +201,7 @@ def plan_streamed(split: TrustedSplit, source: bytes, *, max_bytes: int) -> Stre
     hasher = threading.Thread(target=_hash_by_segment, args=(source, entries, heads), daemon=True)
     hasher.start()
     try:
-        changed = _changed_segments(split.folder, entries, source, max_bytes)
+        changed, stamps = _changed_segments(split, entries, source, max_bytes)
     finally:
         hasher.join()
     actual = heads[-1].hexdigest()
@@ -208,7 +218,7 @@ def plan_streamed(split: TrustedSplit, source: bytes, *, max_bytes: int) -> Stre
         newline = _newline(source)
         for position in repaired:
             changed[position] += newline
-    return StreamedPlan(split, source, entries, changed, repaired, heads)
+    return StreamedPlan(split, source, entries, changed, repaired, heads, stamps)
 
 
 def _hash_by_segment(source: bytes, entries: list[dict[str, Any]], heads: list[Digest]) -> None:
@@ -221,20 +231,34 @@ def _hash_by_segment(source: bytes, entries: list[dict[str, Any]], heads: list[D
     heads.append(digest)
 
 
-def _changed_segments(folder: Path, entries: list[dict[str, Any]], source: bytes, max_bytes: int) -> dict[int, bytes]:
-    """position → bytes of each segment whose file no longer holds its range of `source`."""
+def _changed_segments(
+    split: TrustedSplit, entries: list[dict[str, Any]], source: bytes, max_bytes: int
+) -> tuple[dict[int, bytes], dict[int, list[int] | None]]:
+    """position → bytes of each segment whose file no longer holds its range of `source`; and position → the new
+    stamp of each segment file read (None: not stamped). A file whose stamp holds is not read."""
     changed: dict[int, bytes] = {}
+    stamps: dict[int, list[int] | None] = {}
     total = 0
     try:
-        paths = segment_paths(folder, entries)
+        paths = segment_paths(split.folder, entries)
+        index_mtime = os.stat(split.index_path).st_mtime_ns
     except UntrustedIndex as exc:
         raise PatchError(str(exc)) from None
+    except OSError as exc:
+        raise PatchError(f"index cannot be read: {split.index_path} ({exc.strerror or exc})") from None
+    now = time.time_ns()
     for position, entry in enumerate(entries):
         start, end = entry["start_byte"], entry["end_byte"]
-        raw = _segment_bytes(paths[position], max(0, max_bytes - total), max_bytes)
+        if stamp_holds(paths[position], entry, index_mtime):
+            total += end - start
+            if total > max_bytes:
+                raise PatchError(too_large_to_merge(max_bytes))
+            continue
+        raw, st = _segment_bytes(paths[position], max(0, max_bytes - total), max_bytes)
         total += len(raw)
         if total > max_bytes:
             raise PatchError(too_large_to_merge(max_bytes))
+        stamps[position] = settled_stamp(st, now)
         if len(raw) == end - start and source.startswith(raw, start):
             continue
         try:
@@ -243,12 +267,12 @@ def _changed_segments(folder: Path, entries: list[dict[str, Any]], source: bytes
             path = paths[position]
             raise PatchError(f"segment is not valid UTF-8: {path} ({exc.reason} at byte {exc.start})") from None
         changed[position] = raw
-    return changed
+    return changed, stamps
 
 
-def _segment_bytes(path: str, limit: int, max_bytes: int) -> bytes:
+def _segment_bytes(path: str, limit: int, max_bytes: int) -> tuple[bytes, os.stat_result]:
     try:
-        return read_segment(path, limit)
+        return read_segment_stat(path, limit)
     except SegmentsTooLarge:
         raise PatchError(too_large_to_merge(max_bytes)) from None
     except (SplitError, UntrustedIndex) as exc:

@@ -22,6 +22,13 @@ MAX_CLEANUP_ENTRIES = 200_000  # directory entries looked at, at most, per state
 
 def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -> Path:
     path = Path(path)
+    atomic_write_stat(path, data, mode)
+    return path
+
+
+def atomic_write_stat(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
+    """`atomic_write_bytes`, returning the new file's stat as written: taken before the rename, so a write by anyone
+    else after it shows in the file's own stat (a split's segments are stamped with it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
@@ -29,6 +36,7 @@ def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+            written = os.fstat(handle.fileno())
         if mode is None and path.exists():
             mode = path.stat().st_mode & 0o7777
         os.chmod(tmp, mode if mode is not None else 0o644)
@@ -40,7 +48,7 @@ def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -
             pass
         raise
     fsync_dir(path.parent)
-    return path
+    return written
 
 
 def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> Path:

@@ -29,7 +29,7 @@ from typing import Any
 from nagent_lsp.core.errors import SplitError
 from nagent_lsp.core.identity import file_id_for, short_slug
 from nagent_lsp.store import provenance
-from nagent_lsp.store.atomic import atomic_write_bytes, atomic_write_text
+from nagent_lsp.store.atomic import atomic_write_stat, atomic_write_text
 from nagent_lsp.store.files import FileTooLarge, NotRegularFile, file_kind, read_regular_bytes
 
 INDEX = "index.json"
@@ -100,8 +100,43 @@ def _readable_json(index: dict[str, Any]) -> str:
 def write_split(index_path: Path, index: dict[str, Any], blobs: list[bytes]) -> None:
     folder = index_path.parent.resolve()
     for entry, blob in zip(index["segments"], blobs, strict=False):
-        atomic_write_bytes(segment_path(folder, entry), blob)
+        entry[STAMP] = file_stamp(atomic_write_stat(segment_path(folder, entry), blob))
     write_index(index_path, index)
+
+
+# A segment's stamp: the (inode, size, mtime in ns) of its file when its bytes were known to be its range of the
+# source (written by the split, or read by a patch). A patch takes a segment whose file still has that stamp as
+# unchanged without reading it (git's stat check of its index); any write to the file changes its mtime, a
+# replacement its inode. Racy stamps are never trusted (`stamp_holds`): one whose mtime is not older than the
+# index file (a write in the same clock tick, after the stamp was taken, would keep the mtime), and a patch stamps
+# a file it read only when its mtime is older than STAMP_SETTLED.
+STAMP = "stamp"
+STAMP_SETTLED = 2_000_000_000  # ns: a file last written longer ago than this (coarse file system clocks) is stamped
+
+
+def file_stamp(st: os.stat_result) -> list[int]:
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def settled_stamp(st: os.stat_result, now_ns: int) -> list[int] | None:
+    """The stamp of a file a patch read (`st`: its fstat before the read), None while its last write is recent."""
+    return file_stamp(st) if now_ns - st.st_mtime_ns > STAMP_SETTLED else None
+
+
+def stamp_holds(path: str, entry: dict[str, Any], index_mtime_ns: int) -> bool:
+    """Whether the segment file at `path` (from `segment_paths`) is unchanged since its entry's stamp: a regular
+    file (not followed if a link), same inode, size and mtime, the stamp older than the index file and its size the
+    entry's byte range."""
+    stamp = entry.get(STAMP)
+    if type(stamp) is not list or len(stamp) != 3 or not all(type(v) is int for v in stamp):
+        return False
+    if stamp[1] != entry["end_byte"] - entry["start_byte"] or stamp[2] >= index_mtime_ns:
+        return False
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and [st.st_ino, st.st_size, st.st_mtime_ns] == stamp
 
 
 def segment_path(folder: Path, entry: dict[str, Any]) -> Path:
@@ -206,6 +241,10 @@ _SEGMENT_FLAGS |= getattr(os, "O_NOFOLLOW", 0)
 
 
 def _read_small_regular(path: Path | str, limit: int) -> bytes:
+    return _read_small_regular_stat(path, limit)[0]
+
+
+def _read_small_regular_stat(path: Path | str, limit: int) -> tuple[bytes, os.stat_result]:
     """`read_regular_bytes(path, limit, follow_symlinks=False)` for the many small files of a split, with the same
     checks (a link or a non-regular file refused before it is opened, the open non-blocking, never following a link,
     re-checked with fstat, at most limit + 1 bytes read) and fewer Python steps: a 50 MB file has 1,500 segments."""
@@ -227,9 +266,9 @@ def _read_small_regular(path: Path | str, limit: int) -> bytes:
         if st.st_size > limit:
             raise FileTooLarge(Path(path), st.st_size, limit)
         data = os.read(fd, st.st_size + 1)
-        if len(data) > st.st_size:  # it grew after the fstat: read it the careful way
-            return read_regular_bytes(path, limit, follow_symlinks=False)
-        return data
+        if len(data) != st.st_size:  # it changed after the fstat: read it the careful way, stamped as changing
+            return read_regular_bytes(path, limit, follow_symlinks=False), os.fstat(fd)
+        return data, st
     finally:
         os.close(fd)
 
@@ -237,8 +276,13 @@ def _read_small_regular(path: Path | str, limit: int) -> bytes:
 def read_segment(path: Path | str, limit: int) -> bytes:
     """One segment's bytes (a path `segment_path` accepted) through the bounded reader; never through a link.
     `limit`: the bytes the merge may still take (SegmentsTooLarge beyond)."""
+    return read_segment_stat(path, limit)[0]
+
+
+def read_segment_stat(path: Path | str, limit: int) -> tuple[bytes, os.stat_result]:
+    """`read_segment`, with the file's fstat taken before the read (what `settled_stamp` stamps)."""
     try:
-        return _read_small_regular(path, limit)
+        return _read_small_regular_stat(path, limit)
     except FileNotFoundError:
         raise SplitError(f"segment not found: {path}") from None
     except FileTooLarge:

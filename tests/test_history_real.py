@@ -476,7 +476,7 @@ def test_blame_is_carried_or_advanced_across_new_commits(tmp_path) -> None:
 
 def test_blame_cache_is_bounded_by_files_lines_and_heads(tmp_path, monkeypatch) -> None:
     """The blames a previous run left (loaded through the same LRU a running server fills): at most BLAME_HEADS per
-    file, BLAME_FILES files and BLAME_LINES lines in all, the most recently made kept; a file too big for the line
+    file, BLAME_FILES files and BLAME_BYTES bytes in all, the most recently made kept; a file too big for the byte
     budget is kept alone rather than refused."""
     monkeypatch.setattr(line_blame, "BLAME_FILES", 4)
     monkeypatch.setattr(line_blame, "BLAME_HEADS", 2)
@@ -494,14 +494,14 @@ def test_blame_cache_is_bounded_by_files_lines_and_heads(tmp_path, monkeypatch) 
     service.blame.load()
     kept = {path: [b.head for b in blames] for path, blames in service.blame.cache.items()}
     assert kept == {b"f%d.txt" % f: heads[1:] for f in range(2, 6)}  # the newest files, each with its newest heads
-    assert service.blame.cache.currsize == 4 * 2 * 11  # 10 lines + 1 distinct commit per blame
+    assert service.blame.cache.currsize == 4 * (2 * 64 + 2 * (120 + 10 * 4 + 97))  # bytes: 10 lines, 1 commit each
 
-    huge = line_blame.BLAME_LINES + 5
+    huge = line_blame.BLAME_BYTES // 4 + 5
     frames_file.write_frames(service.blame_path, [*frames, frame(b"huge.txt", heads[0], huge)])
     service.blame.load()
     assert list(service.blame.cache) == [b"huge.txt"]  # everything older made room for it
-    assert service.blame.cache.currsize == line_blame.BLAME_LINES
-    assert line_blame.BLAME_LINES * 4 <= 16 * 2**20  # the blame cache's ceiling: a few MB of line ids
+    assert service.blame.cache.currsize == line_blame.BLAME_BYTES
+    assert line_blame.BLAME_BYTES <= 16 * 2**20  # the blame cache's ceiling: a few MB
     service.close()
 
 

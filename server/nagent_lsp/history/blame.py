@@ -32,9 +32,10 @@ class Blame:
         return self.shas[self.lines[line - 1]]
 
     @property
-    def weight(self) -> int:
-        """What it costs to keep, in line entries (the cache's budget unit)."""
-        return len(self.lines) + len(self.shas)
+    def nbytes(self) -> int:
+        """What it costs to keep, in bytes (the cache's budget unit): the per-line array, and each hash as a str
+        (89 bytes) with its slot in the tuple."""
+        return 120 + len(self.lines) * self.lines.itemsize + len(self.shas) * 97
 
 
 def encode(path: bytes, head: str, newest: str | None, total: int, blame: Blame) -> bytes:

@@ -1,11 +1,18 @@
 """The commit that last changed a line at HEAD: blame run in the background, kept in a bounded LRU (and in
 `cache/history-<digest>.blame`, so a restart need not redo it), carried over to a new HEAD when the file did not
-change, or moved forward by one commit's diff when exactly one plain commit changed it."""
+change, or moved forward by one commit's diff when exactly one plain commit changed it.
+
+Lazily (issue 29): a HEAD move blames nothing by itself; a file is blamed only when asked at the new HEAD, and only
+after the index has reached that HEAD, so a blame kept from before is carried (or advanced) whenever it can be — a
+switch back and forth reuses what it kept. A blame for a HEAD that is no longer checked out when its turn comes is
+not made. While a cold build reads the whole history, a blame runs at a lower CPU priority."""
 
 from __future__ import annotations
 
 import copy
 import logging
+import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +34,13 @@ log = logging.getLogger("nagent_lsp.history")
 
 BLAME_WAIT = 0.05  # a hover waits this long for a blame it has just started, when it is quick (see SMALL_FILE)
 SMALL_FILE = 16 * 1024  # a file this small usually blames in a few ms; a bigger one is never waited for
-BLAME_LINES = 2_000_000  # line entries of blame kept (about 8 MB), whatever the number of HEADs and files
+BLAME_BYTES = 8 * 1024 * 1024  # bytes of blames kept, whatever the number of HEADs and files (a blame shared by
+# several HEADs counts once)
 BLAME_FILES = 256  # files with blames kept
 BLAME_FILE_FRAMES = 1024  # the blame cache file is rewritten from memory past this many appended blames
 BLAME_HEADS = 3  # blames kept per file (the HEADs it was asked at most recently): enough to switch back and forth
+UPDATE_WAIT = 30.0  # after HEAD moved, a blame waits this long for the index to reach it (to carry or advance)
+BUILD_NICE = 10  # CPU priority of a blame while a cold build's `git log` runs (measured against deferring it)
 
 
 @dataclass(frozen=True)
@@ -39,31 +49,36 @@ class BlameAt:
     blame: Blame | None  # None: blame failed (e.g. the file is not in HEAD)
     newest: str | None  # the file's newest commit in the view the blame was made for
     total: int  # the file's commit count in that view
-
-    @property
-    def weight(self) -> int:
-        return self.blame.weight if self.blame is not None else 1
+    # the file's history as that view lists it (its commits' hashes, newest first, the entry's window): equal at
+    # another HEAD, the file has the same content and lines there (None: not known, e.g. read from the cache file)
+    lineage: int | None = None
 
 
 Kept = tuple[BlameAt, ...]  # one file's blames, least recently used first
 
 
 def _weigh(kept: Kept) -> int:
-    # capped so one huge file is kept alone rather than refused by the LRU
-    return min(BLAME_LINES, sum(b.weight for b in kept))
+    """Bytes of one file's blames: a blame carried to several HEADs is one object, counted once; capped so one huge
+    file is kept alone rather than refused by the LRU."""
+    distinct = {id(b.blame): b.blame for b in kept if b.blame is not None}
+    return min(BLAME_BYTES, 64 * len(kept) + sum(blame.nbytes for blame in distinct.values()))
 
 
 class LineBlame:
-    """The LRU maps a file to its BLAME_HEADS most recent blames; it is bounded by files and by lines in all.
-    Read and written under `ctx.lock`; blames run one at a time in their own pool."""
+    """The LRU maps a file to its BLAME_HEADS most recent blames; it is bounded by files and by bytes in all.
+    Read and written under `ctx.lock`; blames run one at a time in their own pool. `entry_of(rel)` is the file's
+    history from the index at HEAD (a blame that waited for the index reads the fingerprint it carries by)."""
 
-    def __init__(self, ctx: HistoryContext, keeper: IndexKeeper, path: Path):
+    def __init__(
+        self, ctx: HistoryContext, keeper: IndexKeeper, path: Path, entry_of: Callable[[str], FileEntry | None]
+    ):
         self.ctx = ctx
         self.keeper = keeper
         self.path = path
+        self.entry_of = entry_of
         self.file_size: int | None = None  # what this process last saw of the cache file; None: rewrite it
         self.frames = 0
-        self.cache: LRUCache[bytes, Kept] = LRUCache(BLAME_LINES, getsizeof=_weigh)
+        self.cache: LRUCache[bytes, Kept] = LRUCache(BLAME_BYTES, getsizeof=_weigh)
         self.pending: dict[tuple[bytes, str], Future] = {}
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nagent-history-blame")
 
@@ -83,9 +98,11 @@ class LineBlame:
             if known is None and future is None:
                 known = self._carry(raw, head, entry)
                 if known is None:
-                    base = self._advance_base(raw, head, entry)
-                    quick = base is not None or _small(self.ctx.root / git_arg(raw))
-                    future = self.pool.submit(self._run, raw, head, entry, base)
+                    # HEAD moved and the index is on its way there: decide (carry, advance or blame) once it is
+                    behind = self._index_behind(head)
+                    base = None if behind else self._advance_base(raw, head, entry)
+                    quick = not behind and (base is not None or _small(self.ctx.root / git_arg(raw)))
+                    future = self.pool.submit(self._run, rel, head, entry, base, behind)
                     self.pending[key] = future
         # waiting is worth it only for what finishes in a few ms: one commit's diff, or a small file's blame
         if known is None and future is not None and wait > 0 and quick:
@@ -122,6 +139,19 @@ class LineBlame:
         future.result(timeout)
         return True
 
+    def stats(self) -> dict[str, int]:
+        """What is kept: files, blames (one per file and HEAD), distinct blame objects and their bytes."""
+        with self.ctx.lock:
+            kept = [b for blames in self.cache.values() for b in blames]
+            distinct = {id(b.blame): b.blame for b in kept if b.blame is not None}
+            return {
+                "files": len(self.cache),
+                "blames": len(kept),
+                "distinct": len(distinct),
+                "bytes": int(self.cache.currsize),
+                "pending": len(self.pending),
+            }
+
     # -- the LRU (under the lock) --------------------------------------------------------------------------------
     def _get(self, raw: bytes, head: str) -> BlameAt | None:
         kept = self.cache.get(raw)
@@ -140,17 +170,19 @@ class LineBlame:
     # -- without git: carried over or moved forward --------------------------------------------------------------
     def _carry(self, raw: bytes, head: str, entry: FileEntry) -> BlameAt | None:
         """A blame of this file made at another HEAD that is still exact here: same newest commit and count of the
-        file's commits, and that HEAD is an ancestor of this one. Called under the lock; no git."""
+        file's commits, and either that HEAD is an ancestor of this one or the file's listed history is the same
+        (another branch where the file did not change: a switch back and forth). Called under the lock; no git."""
         index = self.keeper.index
         if entry.partial or index is None or index.head != head:
             return None
         newest, total = _fingerprint(entry)
+        lineage = _lineage(entry)
         for cached in reversed(self.cache.get(raw, ())):
             if cached.newest != newest or cached.total != total:
                 continue
             cid = index.lookup(cached.head)
-            if cid is not None and index.view.has(cid):
-                carried = BlameAt(head, cached.blame, cached.newest, cached.total)
+            if cached.lineage == lineage or (cid is not None and index.view.has(cid)):
+                carried = BlameAt(head, cached.blame, cached.newest, cached.total, lineage)
                 self._keep(raw, carried)
                 self.ctx.counters.blame_reused += 1
                 return carried
@@ -176,8 +208,45 @@ class LineBlame:
                 return cached.head, cached.blame
         return None
 
+    def _index_behind(self, head: str) -> bool:
+        """The index exists, is not being built, and is not at `head` yet: an incremental update will bring it
+        there (file_history schedules it). Under the lock."""
+        index = self.keeper.index
+        return index is not None and index.head != head and self.keeper.state == "ready"
+
+    def _settle(self, rel: str, head: str) -> tuple[bool, FileEntry | None, tuple[str, Blame] | None]:
+        """In the blame thread, after HEAD moved: wait for the index to reach `head`, then carry or find a base to
+        advance from. (done, entry, base): done when a blame is no longer to be made (carried, or HEAD moved on)."""
+        raw = to_bytes(rel)
+        try:
+            self.keeper.schedule_refresh().result(timeout=UPDATE_WAIT)
+        except Exception as exc:  # noqa: BLE001 - a slow or failed update: blame without the index, as before
+            log.debug("blame of %s: the index did not reach %s: %s", rel, head[:12], exc)
+        if read_head(self.ctx.root) != head:
+            return True, None, None  # checked out elsewhere meanwhile: nobody is at this HEAD to ask
+        with self.ctx.lock:
+            index = self.keeper.index
+            if index is None or index.head != head:
+                return False, None, None
+        entry = self.entry_of(rel)  # from the index at `head`: memory only
+        if entry is None or entry.partial:
+            return False, None, None
+        with self.ctx.lock:
+            if self._get(raw, head) is not None or self._carry(raw, head, entry) is not None:
+                return True, entry, None
+            return False, entry, self._advance_base(raw, head, entry)
+
     # -- in the blame thread -------------------------------------------------------------------------------------
-    def _run(self, raw: bytes, head: str, entry: FileEntry, base: tuple[str, Blame] | None) -> None:
+    def _run(self, rel: str, head: str, entry: FileEntry, base: tuple[str, Blame] | None, behind: bool) -> None:
+        raw = to_bytes(rel)
+        asked = time.monotonic()
+        if behind:
+            done, settled, base = self._settle(rel, head)
+            if done:
+                with self.ctx.lock:
+                    self.pending.pop((raw, head), None)
+                return
+            entry = settled or entry
         ignore = self.ctx.root / ".git-blame-ignore-revs"
         counters = self.ctx.counters
         blame: Blame | None = None
@@ -193,14 +262,18 @@ class LineBlame:
             if blame is None:
                 counters.git_processes += 1
                 counters.blame_runs += 1
-                data = self.ctx.git.blame(git_arg(raw), head, ignore if ignore.is_file() else None)
+                nice = BUILD_NICE if self.keeper.state == "building" else 0  # a cold build's pass has the cores
+                data = self.ctx.git.blame(git_arg(raw), head, ignore if ignore.is_file() else None, nice=nice)
                 blame = compact(parse_porcelain(data))
+                took = time.monotonic() - asked
+                log.debug("blame of %s at %s: %.3f s after it was asked (nice %d)", display(raw), head[:12], took, nice)
         except GitError as exc:
             log.info("blame of %s failed: %s", display(raw), exc)
             blame = None
         newest, total = (None, 0) if entry.partial else _fingerprint(entry)
+        lineage = None if entry.partial else _lineage(entry)
         with self.ctx.lock:
-            self._keep(raw, BlameAt(head, blame, newest, total))
+            self._keep(raw, BlameAt(head, blame, newest, total, lineage))
             self.pending.pop((raw, head), None)
         if blame is not None:
             self._save(raw, head, newest, total, blame)
@@ -255,6 +328,10 @@ class LineBlame:
 def _fingerprint(entry: FileEntry) -> tuple[str | None, int]:
     commits = entry.view.commits
     return (commits[0].hash if commits else None, entry.view.total)
+
+
+def _lineage(entry: FileEntry) -> int:
+    return hash(tuple(c.hash for c in entry.view.commits))
 
 
 def _small(path: Path) -> bool:

@@ -58,7 +58,9 @@ class HistoryService:
             self.ctx, persisted, on_change=lambda: self.files.forget(), before_load=lambda: self.blame.load()
         )
         self.files = FileHistory(self.ctx, self.keeper, self.summaries)
-        self.blame = LineBlame(self.ctx, self.keeper, self.blame_path)
+        self.blame = LineBlame(
+            self.ctx, self.keeper, self.blame_path, lambda rel: self.files.entry(rel, HistorySettings(), sync=False)
+        )
         self.commit_summaries = CommitSummaries(self.ctx, self.summaries, summarizer)
 
     @property
@@ -127,6 +129,10 @@ class HistoryService:
 
     def wait_blame(self, rel: str, timeout: float | None = None) -> bool:
         return self.blame.wait(rel, timeout)
+
+    def blame_stats(self) -> dict[str, int]:
+        """What the line blames keep (history.line_blame.LineBlame.stats): files, blames, distinct, bytes, pending."""
+        return self.blame.stats()
 
     # -- summaries (history.commit_summaries) --------------------------------------------------------------------
     def set_summarizer(self, summarizer: Summarizer | None) -> None:

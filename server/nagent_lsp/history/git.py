@@ -434,9 +434,7 @@ class GitRepository:
         except GitError:
             return False
 
-    def blame(
-        self, path: str, revision: str = "HEAD", ignore_revs_file: Path | None = None, *, nice: int = 0
-    ) -> bytes:
+    def blame(self, path: str, revision: str = "HEAD", ignore_revs_file: Path | None = None, *, nice: int = 0) -> bytes:
         args = ["blame", "--porcelain", "--no-textconv"]
         if ignore_revs_file is not None:
             args += ["--ignore-revs-file", str(ignore_revs_file)]

@@ -43,7 +43,6 @@ from nagent_lsp.store.split_index import (
     write_split,
 )
 from nagent_lsp.text.segments import TARGET_BYTES_DEFAULT, build_index, count_lines
-from nagent_lsp.text.split_rules import detect_split_type, normalize_split_type
 
 
 @dataclass
@@ -432,3 +431,15 @@ class StagedSplits:
     def pending(self) -> list[Path]:
         """Segments written and never merged with <nagent-file-patch> (they are not part of the change)."""
         return sorted(self.unmerged)
+
+
+def detect_split_type(source: Path) -> str:
+    from nagent_lsp.text.split_rules import detect_split_type as detect  # loaded by splitting, not by a patch
+
+    return detect(source)
+
+
+def normalize_split_type(split_type: str) -> str:
+    from nagent_lsp.text.split_rules import normalize_split_type as normalize
+
+    return normalize(split_type)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Coroutine
 
 from nagent_lsp.headless.common import print_json, run_guarded, session_for
 from nagent_lsp.headless.port import DiskPort
 from nagent_lsp.operations.args import PatchArgs, SplitArgs, UriArgs
-from nagent_lsp.operations.patch import patch
-from nagent_lsp.operations.split import split
-from nagent_lsp.operations.summarize import summarize
 
 
 def run_split(args: argparse.Namespace) -> int:
+    from nagent_lsp.operations.split import split
+
     def run() -> None:
         path = args.file.resolve()
         session = session_for(path)
@@ -26,17 +26,28 @@ def run_split(args: argparse.Namespace) -> int:
 
 
 def run_patch(args: argparse.Namespace) -> int:
-    async def run() -> None:
+    from nagent_lsp.operations.patch import patch, patch_on_disk
+
+    def run() -> Coroutine[object, object, None] | None:
         index = args.index.resolve()
         session = session_for(index)
-        print_json(
-            await patch(session, DiskPort(session.workspace_folders), PatchArgs(str(index), args.force, args.dry_run))
-        )
+        port, patch_args = DiskPort(session.workspace_folders), PatchArgs(str(index), args.force, args.dry_run)
+        done = patch_on_disk(session, port, patch_args)  # issue 29: the streamed patch needs no event loop
+        if done is not None:
+            print_json(done)
+            return None
+
+        async def whole_text() -> None:
+            print_json(await patch(session, port, patch_args))
+
+        return whole_text()
 
     return run_guarded(run)
 
 
 def run_summarize(args: argparse.Namespace) -> int:
+    from nagent_lsp.operations.summarize import summarize
+
     async def run() -> None:
         path = args.file.resolve()
         session = session_for(path)

@@ -4,7 +4,6 @@ front ends share the one disk path."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +57,8 @@ async def write_records(
     else:
         state_root = resolve_state_root(files[0].path, list(folders)).path
     if writes:
+        import asyncio  # imported where used: the CLI's patch and split load this module and never run it
+
         await asyncio.to_thread(commit, ensure_root(state_root), writes)
 
 

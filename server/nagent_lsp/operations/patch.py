@@ -8,7 +8,6 @@ to describe the new text once it is applied.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -81,7 +80,18 @@ def trusted_index(session: Session, raw: str, port: EditorPort | None) -> Truste
         raise UserError(str(exc)) from None
 
 
+def patch_on_disk(session: Session, port: EditorPort, args: PatchArgs) -> PatchResult | None:
+    """The CLI's patch without an event loop (the CLI then never imports asyncio): the streamed path when it applies,
+    None when `patch` must run (an editor's buffer, force, an index without byte offsets)."""
+    split = trusted_index(session, args.indexPath, port)
+    if not _on_disk(port, split.source, args):
+        return None
+    return _patch_on_disk(session, port, split, read_rules(session, split.source), args.dryRun)
+
+
 async def patch(session: Session, port: EditorPort, args: PatchArgs) -> PatchResult:
+    import asyncio  # here, not at the top: `patch_on_disk` runs without it
+
     split = trusted_index(session, args.indexPath, port)
     rules = read_rules(session, split.source)
     source = split.source
@@ -104,6 +114,8 @@ async def patch(session: Session, port: EditorPort, args: PatchArgs) -> PatchRes
 
 
 async def _apply(session: Session, port: EditorPort, source: Path, buffer: Buffer, plan: PatchPlan) -> PatchResult:
+    import asyncio
+
     outcome = await port.apply_change(
         FileChange(
             path=source,

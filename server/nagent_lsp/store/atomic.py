@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ def atomic_write_stat(path: Path, data: bytes, mode: int | None = None) -> os.st
     """`atomic_write_bytes`, returning the new file's stat as written: taken before the rename, so a write by anyone
     else after it shows in the file's own stat (a split's segments are stamped with it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -49,6 +48,23 @@ def atomic_write_stat(path: Path, data: bytes, mode: int | None = None) -> os.st
         raise
     fsync_dir(path.parent)
     return written
+
+
+_TEMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"  # mkstemp's
+
+
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new temp file beside `path`, named as `tempfile.mkstemp` would (`.name.XXXXXXXX.tmp`, 0600, created
+    exclusively): without importing tempfile, which every CLI command would otherwise pay for at start."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        name = "".join(_TEMP_CHARS[b % len(_TEMP_CHARS)] for b in os.urandom(8))
+        tmp = os.path.join(path.parent, f"{TEMP_PREFIX}{path.name}.{name}{TEMP_SUFFIX}")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no unused temp file name beside {path}")
 
 
 def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> Path:

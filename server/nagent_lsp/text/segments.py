@@ -12,11 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nagent_lsp.core.identity import sha256_hex
 from nagent_lsp.core.limits import SPLIT_TARGET as TARGET_BYTES_DEFAULT
-from nagent_lsp.text.split_rules import RULES, RuleSet, normalize_split_type
+
+if TYPE_CHECKING:
+    from nagent_lsp.text.split_rules import RuleSet
+# text.split_rules (its regexes compiled at import) is loaded by the split itself: a patch only counts lines.
 
 _EOL = re.compile(rb"\r\n|\n|\r")
 # Boundaries weighed per segment at most, latest first, when none of the best kind turns up. Source files
@@ -114,6 +117,8 @@ def plan_segments(
     """Segments covering `data` exactly, in order. Empty input gives no segments."""
     if target_bytes <= 0:
         raise ValueError("target_bytes must be positive")
+    from nagent_lsp.text.split_rules import RULES, normalize_split_type
+
     rules = RULES[normalize_split_type(split_type)]
     cutter = _Cutter(data, rules)
     cuts = _natural_cuts(cutter) if natural else _sized_cuts(cutter, target_bytes)

@@ -571,7 +571,9 @@ def test_a_tampered_index_file_answers_from_git_until_it_is_rebuilt(tmp_path, mo
     assert early.partial and [c.hash for c in early.view.commits] == full_history(root, "g0.txt")
     release_check.set()
     assert started.result()
-    assert service.counters.loads == 1 and service.counters.builds == 1  # dropped and rebuilt
+    assert wait_for(lambda: service.counters.builds == 1)  # dropped and rebuilt
+    assert service.counters.loads == 1
+    service.keeper.ready.wait(60)
     late = service.entry("g0.txt", HistorySettings())
     assert not late.partial and [c.hash for c in late.view.commits] == full_history(root, "g0.txt")
     assert [c.hash for c in service.entry("f.txt", HistorySettings()).view.commits] == h[::-1]
@@ -588,9 +590,11 @@ def test_local_branches_are_prepared_so_a_first_switch_reads_nothing(tmp_path) -
     git(root, "checkout", "-q", "main")
     service = HistoryService(root, tmp_path / "cache")
     assert service.start().result()
-    service.keeper.pool.submit(lambda: None).result()  # the preparation queued behind the build has run
+    index = service.keeper.index
+    assert index is not None
+    assert wait_for(lambda: index.has_view(topic[-1]))  # prepared a second after the index was ready
+    service.keeper.pool.submit(lambda: None).result()  # and its commits written
     hs = HistorySettings()
-    assert service.keeper.index is not None and service.keeper.index.has_view(topic[-1])
     processes, appended = service.counters.git_processes, service.counters.appended
     assert appended == 2  # the branch's own commits, read ahead
     git(root, "checkout", "-q", "topic")

@@ -261,6 +261,7 @@ class RepoIndex:
         self.view: View = EVERYTHING
         self.tips: list[str] = []  # recent HEADs whose every ancestor is in the pool (newest first)
         self._views: OrderedDict[str, View] = OrderedDict()
+        self.checked = True  # every id checked (built here, or `validate`d); False: decoded with check=False
 
     # -- size and simple accessors --------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -689,6 +690,8 @@ class RepoIndex:
             meta = index._apply_segment(payload, swap)
         if check:
             index.validate()
+        else:
+            index.checked = False
         if meta is not None:
             head = meta.get("head")
             tips = meta.get("tips")
@@ -737,6 +740,7 @@ class RepoIndex:
         for mask in [self.view.mask, *(v.mask for v in self._views.values())]:
             if mask is not None and len(mask) > n:
                 raise ValueError("history index view is longer than the pool")
+        self.checked = True
 
     def _apply_segment(self, payload: bytes | memoryview, swap: bool) -> dict:
         """Append one segment: every length checked, the ids inside left to `validate`."""

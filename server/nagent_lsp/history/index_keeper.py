@@ -23,6 +23,7 @@ log = logging.getLogger("nagent_lsp.history")
 
 FIRST_ANSWER_WAIT = 1.0  # a cold build starts after the first request's answer, or after this many seconds
 RETRY_FAILED = 30.0  # seconds before a failed build is tried again
+AFTER_READY = 1.0  # seconds after the index is ready before its background chores (checks, branch views) start
 
 
 def release_freed_memory() -> None:
@@ -121,14 +122,14 @@ class IndexKeeper:
                 self.loaded.set()
             if loaded is not None:
                 self.ctx.counters.loads += 1
-                self._install(loaded)  # queries answer from it now; its ids are checked next (issue 29: load fast)
-                if not self._validate(loaded):
+                self._install(loaded)  # queries answer from it now; its ids are checked soon (issue 29: load fast)
+                if loaded.head != head and not self._validate(loaded):  # an update builds on its ids: check first
                     return self._rebuild(head, build)
                 ok = loaded.head == head or self._update_to(head, allow_rebuild=build)
                 if ok:
                     self._announce(f"loaded in {time.monotonic() - began:.2f} s")
-                    if build:  # a long-lived server (a one-shot CLI never switches branches)
-                        self.pool.submit(self._prepare_branches)
+                    if build:  # a long-lived server; a one-shot CLI answers (queries guarded) and exits
+                        self._later(self._check_loaded, loaded)
                 return ok
             if build:
                 # the first request's own git query runs alone (both cores, the GIL): the build waits for it
@@ -136,7 +137,7 @@ class IndexKeeper:
                 began = time.monotonic()
                 self._build(head)
                 self._announce(f"built in {time.monotonic() - began:.1f} s")
-                self.pool.submit(self._prepare_branches)
+                self._later(self._prepare_branches)
                 return True
             with self.ctx.lock:
                 self.state = "idle"
@@ -152,6 +153,29 @@ class IndexKeeper:
                 self.builder = None
             self.progress.emit("end", "failed", self.state)
             return False
+
+    def _later(self, task: Callable[..., object], *args: object) -> None:
+        """Run `task` in this pool AFTER_READY seconds from now: the first answers from a fresh index (a restart's
+        first hover) have the machine to themselves, not the index's checks or the branches' views."""
+
+        def submit() -> None:
+            try:
+                self.pool.submit(task, *args)
+            except RuntimeError:  # the service closed meanwhile
+                pass
+
+        timer = threading.Timer(AFTER_READY, submit)
+        timer.daemon = True
+        timer.start()
+
+    def _check_loaded(self, index: RepoIndex) -> None:
+        """The deferred check of a loaded index's ids; then the branches' views."""
+        if self.index is not index or self.ctx.stopping.is_set():
+            return
+        if not index.checked and not self._validate(index):
+            self._rebuild(read_head(self.ctx.root), True)
+            return
+        self._prepare_branches()
 
     def _validate(self, index: RepoIndex) -> bool:
         """Check the ids of an index loaded without that check (history.index.RepoIndex.validate); False when the

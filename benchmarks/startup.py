@@ -188,7 +188,8 @@ def main() -> int:
     checks.insert(1, ("server / bare pygls, CPU of the whole run", ours_cpu / bare_cpu, None))
     for label, ratio, goal in checks:
         verdict = "" if goal is None else ("  (goal ≤ {:.1f}×: {})".format(goal, "met" if ratio <= goal else "NOT met"))
-        print(f"  {label:<36} {ratio:5.2f}×{verdict}")
+        print(f"  {label:<42} {ratio:5.2f}×{verdict}")
+    shutil.rmtree(home, ignore_errors=True)  # the scratch HOME (and the venv made in it, unless --venv)
     return 0
 
 

@@ -699,7 +699,7 @@ class Bench:
         steady_runs: list[float] = []
         writing_runs: list[float] = []
         hwm_runs: list[float] = []
-        for run in range(a.runs):
+        for run in range(a.build_runs or a.runs):
             passes.append(g.drain("log", "--name-only", "--no-renames", HISTORY_FORMAT, "HEAD"))
             passes_m.append(g.drain("log", "--name-status", "-M", HISTORY_FORMAT, "HEAD"))
             server = self.fresh("build")
@@ -1275,6 +1275,7 @@ def main() -> int:
     ap.add_argument("--files", nargs="+", required=True, help="files to measure, relative to the repository")
     ap.add_argument("--other", default="HEAD~300", help="revision for the branch switch in (g) (default HEAD~300)")
     ap.add_argument("--runs", type=int, default=3, help="runs of each pass-level figure (minimum reported)")
+    ap.add_argument("--build-runs", type=int, help="runs of (a) when not --runs (a 1M-commit build takes minutes)")
     ap.add_argument("--hovers", type=int, default=200, help="warm hovers for (e)")
     ap.add_argument("--commits", type=int, default=100, help="new commits for (h)")
     ap.add_argument("--moves", type=int, default=5, help="new commits for (f), amends and switches for (g)")

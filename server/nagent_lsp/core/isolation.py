@@ -62,6 +62,15 @@ def namespace_prefix_blocking() -> list[str] | None:
     return _probed[0]
 
 
+def probe_soon() -> None:
+    """Start the probe in a thread of its own and return: a one-shot command (the CLI's `history`) overlaps its
+    few short-lived processes with its own imports, on the other core; the first git call then finds it done (or
+    waits for that one probe, never runs a second)."""
+    if _probed or isolation_off():
+        return
+    threading.Thread(target=namespace_prefix_blocking, name="nagent-isolation-probe", daemon=True).start()
+
+
 def _probe() -> list[str] | None:
     unshare, setpriv, bash = shutil.which("unshare"), shutil.which("setpriv"), shutil.which("bash")
     if not (unshare and bash) or not os.path.isdir("/proc/self"):

@@ -7,11 +7,20 @@ ready; such an answer says it is partial when the page was cut (the text repeats
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from nagent_lsp.headless.common import print_json, run_guarded, session_for
-from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs
-from nagent_lsp.operations.history import (
-    FileHistory,
+from nagent_lsp.core.isolation import probe_soon
+
+if TYPE_CHECKING:
+    from nagent_lsp.operations.history import FileHistory
+
+# git runs in a PID namespace probed once per process (core/isolation.py, a few short-lived processes): the probe
+# starts before the operations stack is imported, so it runs on the other core meanwhile (issue 29)
+probe_soon()
+
+from nagent_lsp.headless.common import print_json, run_guarded, session_for  # noqa: E402
+from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs  # noqa: E402
+from nagent_lsp.operations.history import (  # noqa: E402
     coedits_result,
     history_result,
     render_coedits_text,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,45 @@ async def test_hover_after_switches_shows_the_line_commit_of_each_branch(
             text = await line_two(h[expected])
             assert "**Line 2** last changed" in text
             assert f"`{h[expected][:7]}`" in text.split("**Line 2**", 1)[1]
+
+
+class GatedBuild(GitRepository):
+    """A cold build's whole-history pass waits for `gate`; the order of the pass's end and of blames is recorded."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.gate = threading.Event()
+        self.events: list[str] = []
+
+    def log_all(self, revision="HEAD", exclude=()):
+        assert self.gate.wait(60), "the test never opened the gate"
+        yield from super().log_all(revision, exclude)
+        self.events.append("log pass ended")
+
+    def blame(self, *args, **kwargs):
+        self.events.append("blame")
+        return super().blame(*args, **kwargs)
+
+
+def test_the_first_hover_blame_waits_for_the_cold_build_then_answers(tmp_path: Path) -> None:
+    """The first hover's blame does not compete with a cold build's `git log` pass: it waits for the build, then
+    runs, and the hover gets its line."""
+    root = tmp_path / "repo"
+    h = branchy(root)
+    gated = GatedBuild(root)
+    service = HistoryService(root, tmp_path / "cache", git=gated)
+    build = service.start(build=True)
+    entry = service.entry("f.txt", HS, sync=True)  # the first page, while the build waits at its gate
+    assert entry is not None and entry.partial
+    assert service.line_commit("f.txt", 4, entry) == (None, "finding its last commit…")
+    deadline = time.monotonic() + 60
+    while service.blame_stats()["deferred"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the blame job is waiting for the build (bounded; never what is asserted)
+    assert service.blame_stats()["deferred"] == 1
+    assert "blame" not in gated.events  # the pass is held at its gate, and so is the blame
+    gated.gate.set()
+    assert build.result(60)
+    assert service.wait_blame("f.txt", 60)
+    assert gated.events == ["log pass ended", "blame"]
+    assert asked(service, "f.txt", 4) == h["main"]
+    service.close()

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -229,12 +228,6 @@ def _config_files(root: Path, entries: Iterable[ConfigEntry]) -> list[Path]:
     return files
 
 
-def _nice(level: int) -> list[str]:
-    """`nice -n LEVEL` before git (inherited by git and whatever it starts), or nothing when not asked or no `nice`."""
-    program = shutil.which("nice") if level > 0 else None
-    return [program, "-n", str(level)] if program else []
-
-
 _drivers_lock = threading.Lock()
 _drivers: dict[str, tuple[tuple, list[tuple[str, str]], list[ConfigEntry]]] = {}  # root: (stamp, overrides, config)
 
@@ -254,11 +247,10 @@ class GitRepository:
         self.root = Path(root)
 
     # -- running git -----------------------------------------------------------------------------------------------
-    def stream(self, args: list[str], stdin: bytes | None = None, *, nice: int = 0) -> Iterator[bytes]:
+    def stream(self, args: list[str], stdin: bytes | None = None) -> Iterator[bytes]:
         """Yield stdout of `git <args>` in chunks as git produces it; raises GitError on a non-zero exit. Closing
-        the generator early (a cancelled build) kills the process. Every repository-defined driver is off.
-        `nice` > 0: git runs at that lower CPU priority (`nice -n`), so it yields the cores to a build's pass."""
-        return self._stream(args, stdin, self._driver_overrides(), nice=nice)
+        the generator early (a cancelled build) kills the process. Every repository-defined driver is off."""
+        return self._stream(args, stdin, self._driver_overrides())
 
     def _stream(
         self,
@@ -268,7 +260,6 @@ class GitRepository:
         *,
         extra_env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
-        nice: int = 0,
     ) -> Iterator[bytes]:
         env = git_environ()
         env.update(extra_env or {})
@@ -279,7 +270,7 @@ class GitRepository:
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git's stderr can never fill up and block it
             try:
                 raw = subprocess.Popen(
-                    [*(prefix or ()), *_nice(nice), "git", *_GLOBAL_OPTIONS, *args],
+                    [*(prefix or ()), "git", *_GLOBAL_OPTIONS, *args],
                     cwd=cwd or self.root,
                     env=env,
                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -311,8 +302,8 @@ class GitRepository:
                 message = errors.read(4000).decode("utf-8", "replace").strip()
                 raise GitError(f"git {' '.join(args[:3])} failed ({code}): {message}")
 
-    def run(self, args: list[str], stdin: bytes | None = None, *, nice: int = 0) -> bytes:
-        return b"".join(self.stream(args, stdin, nice=nice))
+    def run(self, args: list[str], stdin: bytes | None = None) -> bytes:
+        return b"".join(self.stream(args, stdin))
 
     # -- the configuration, read without running anything ---------------------------------------------------------
     def config(self) -> list[ConfigEntry]:
@@ -434,11 +425,11 @@ class GitRepository:
         except GitError:
             return False
 
-    def blame(self, path: str, revision: str = "HEAD", ignore_revs_file: Path | None = None, *, nice: int = 0) -> bytes:
+    def blame(self, path: str, revision: str = "HEAD", ignore_revs_file: Path | None = None) -> bytes:
         args = ["blame", "--porcelain", "--no-textconv"]
         if ignore_revs_file is not None:
             args += ["--ignore-revs-file", str(ignore_revs_file)]
-        return self.run(args + [revision, "--", path], nice=nice)
+        return self.run(args + [revision, "--", path])
 
     def show_patches(self, hashes: list[str], paths: list[str]) -> Iterator[bytes]:
         """One process for a batch of commits: each commit's stat + patch limited to `paths` (all the file's names,

@@ -238,3 +238,37 @@ def test_the_first_hover_blame_waits_for_the_cold_build_then_answers(tmp_path: P
     assert gated.events == ["log pass ended", "blame"]
     assert asked(service, "f.txt", 4) == h["main"]
     service.close()
+
+
+class GatedBlame(GitRepository):
+    """`git blame` waits for `gate` (a blame still running when the next commit lands)."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.gate = threading.Event()
+
+    def blame(self, *args, **kwargs):
+        assert self.gate.wait(60), "the test never opened the gate"
+        return super().blame(*args, **kwargs)
+
+
+def test_a_commit_made_while_the_last_blame_runs_is_advanced_from_it(tmp_path: Path) -> None:
+    """What a blame job does is decided when its turn comes: the blame of the previous HEAD, still running when the
+    commit was made and the file hovered again, is by then kept, so the new HEAD's blame is one diff, not a blame."""
+    root = tmp_path / "repo"
+    branchy(root)
+    gated = GatedBlame(root)
+    service = HistoryService(root, tmp_path / "cache", git=gated)
+    assert service.start().result()
+    entry = service.entry("f.txt", HS, sync=False, wait=0.0)
+    service.line_commit("f.txt", 1, entry)  # held at the gate
+    newer = add_commit(root, Commit("main: f again", {"f.txt": "one\ntwo\nthree\nfour\nfive\n"}, **BOB))
+    assert service.refresh()
+    entry = service.entry("f.txt", HS, sync=False, wait=0.0)
+    assert entry is not None and not entry.partial and entry.view.commits[0].hash == newer
+    service.line_commit("f.txt", 5, entry)  # queued behind the first
+    gated.gate.set()
+    drain_blames(service)
+    assert service.counters.blame_runs == 1 and service.counters.blame_advanced == 1
+    assert [asked(service, "f.txt", n) for n in range(1, 6)] == real_blame(root, "f.txt")
+    service.close()

@@ -5,7 +5,8 @@ change, or moved forward by one commit's diff when exactly one plain commit chan
 Lazily (issue 29): a HEAD move blames nothing by itself; a file is blamed only when asked at the new HEAD, and only
 after the index has reached that HEAD, so a blame kept from before is carried (or advanced) whenever it can be — a
 switch back and forth reuses what it kept. A blame for a HEAD that is no longer checked out when its turn comes is
-not made. While a cold build reads the whole history, a blame waits for it to end."""
+not made, and what a job does (carry, advance, blame) is decided when its turn comes, so a commit made while the
+previous HEAD's blame ran is advanced from it. While a cold build reads the whole history, a blame waits for it."""
 
 from __future__ import annotations
 
@@ -216,27 +217,33 @@ class LineBlame:
         index = self.keeper.index
         return index is not None and index.head != head and self.keeper.state == "ready"
 
-    def _settle(self, rel: str, head: str) -> tuple[bool, FileEntry | None, tuple[str, Blame] | None]:
-        """In the blame thread, after HEAD moved: wait for the index to reach `head`, then carry or find a base to
-        advance from. (done, entry, base): done when a blame is no longer to be made (carried, or HEAD moved on)."""
+    def _settle(
+        self, rel: str, head: str, entry: FileEntry, base: tuple[str, Blame] | None, behind: bool
+    ) -> tuple[bool, FileEntry, tuple[str, Blame] | None]:
+        """In the blame thread, when the job's turn comes (the blames before it may have kept what it can use):
+        after HEAD moved (`behind`), first wait for the index to reach `head` and read the file's entry there; then
+        carry a kept blame or find a base to advance from. (done, entry, base): done when no blame is to be made
+        (carried, or `head` is no longer checked out: nobody is there to ask)."""
         raw = to_bytes(rel)
-        try:
-            self.keeper.schedule_refresh().result(timeout=UPDATE_WAIT)
-        except Exception as exc:  # noqa: BLE001 - a slow or failed update: blame without the index, as before
-            log.debug("blame of %s: the index did not reach %s: %s", rel, head[:12], exc)
+        if behind:
+            try:
+                self.keeper.schedule_refresh().result(timeout=UPDATE_WAIT)
+            except Exception as exc:  # noqa: BLE001 - a slow or failed update: blame without the index, as before
+                log.debug("blame of %s: the index did not reach %s: %s", rel, head[:12], exc)
         if read_head(self.ctx.root) != head:
-            return True, None, None  # checked out elsewhere meanwhile: nobody is at this HEAD to ask
-        with self.ctx.lock:
-            index = self.keeper.index
-            if index is None or index.head != head:
-                return False, None, None
-        entry = self.entry_of(rel)  # from the index at `head`: memory only
-        if entry is None or entry.partial:
-            return False, None, None
+            return True, entry, None
+        if behind:
+            with self.ctx.lock:
+                index = self.keeper.index
+                ready = index is not None and index.head == head
+            fresh = self.entry_of(rel) if ready else None  # from the index at `head`: memory only
+            if fresh is None or fresh.partial:
+                return False, entry, base
+            entry = fresh
         with self.ctx.lock:
             if self._get(raw, head) is not None or self._carry(raw, head, entry) is not None:
                 return True, entry, None
-            return False, entry, self._advance_base(raw, head, entry)
+            return False, entry, base or self._advance_base(raw, head, entry)
 
     # -- in the blame thread -------------------------------------------------------------------------------------
     def _after_build(self) -> str:
@@ -256,13 +263,11 @@ class LineBlame:
         self, rel: str, head: str, entry: FileEntry, base: tuple[str, Blame] | None, behind: bool, asked: float
     ) -> None:
         raw = to_bytes(rel)
-        if behind:
-            done, settled, base = self._settle(rel, head)
-            if done:
-                with self.ctx.lock:
-                    self.pending.pop((raw, head), None)
-                return
-            entry = settled or entry
+        done, entry, base = self._settle(rel, head, entry, base, behind)
+        if done:
+            with self.ctx.lock:
+                self.pending.pop((raw, head), None)
+            return
         ignore = self.ctx.root / ".git-blame-ignore-revs"
         counters = self.ctx.counters
         blame: Blame | None = None

@@ -478,7 +478,7 @@ class GitRepository:
         wanted = list(dict.fromkeys(blobs))
         if not wanted:
             return {}
-        data = self.run(["cat-file", "--batch"], stdin=("\n".join(wanted) + "\n").encode("ascii"))
+        data = self.run(["cat-file", "--batch"], stdin=os.fsencode("\n".join(wanted) + "\n"))  # rev:path names
         out: dict[str, bytes] = {}
         pos = 0
         for sha in wanted:

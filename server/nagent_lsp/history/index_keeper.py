@@ -216,6 +216,7 @@ class IndexKeeper:
         with self.ctx.lock:
             self.builder = None
         del builder
+        release_freed_memory()  # before the write too: its peak is then the index's RSS, not the build's garbage
         self.persist(rewrite=True)
         release_freed_memory()
 

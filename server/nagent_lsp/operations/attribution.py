@@ -480,8 +480,10 @@ def _origin(git: GitRepository, rel: str, line: int) -> tuple[str, str, int] | N
 
 # -- the buffer's lines mapped to HEAD's (issue 25 item 7) -----------------------------------------------------------
 
-_head_lines: dict[tuple[str, str, str], list[str]] = {}
-_maps: dict[tuple[str, str, str], tuple[tuple[int, int], list[int | None]]] = {}
+# Keyed by file, not by (HEAD, file): one entry per file whatever the number of HEAD moves (issue 29: a (HEAD, file)
+# key kept a copy of each hovered file's line hashes for every commit and branch it was hovered at, up to 64 of them).
+_head_lines: dict[tuple[str, str], tuple[str, list[str]]] = {}
+_maps: dict[tuple[str, str], tuple[tuple[str, int, int], list[int | None]]] = {}
 
 
 def head_line_of(git: GitRepository, root: Path, rel: str, text: str, line: int) -> int | None:
@@ -490,17 +492,18 @@ def head_line_of(git: GitRepository, root: Path, rel: str, text: str, line: int)
     head = read_head(root)
     if head is None:
         return None
-    key = (str(root), head, rel)
-    theirs = _head_lines.get(key)
-    if theirs is None:
+    key = (str(root), rel)
+    held = _head_lines.get(key)
+    if held is None or held[0] != head:
         blob = git.blob_at(head, rel)
         if blob is None:
             return None
-        theirs = hashes_of(blob.decode("utf-8", "surrogateescape"))
+        held = (head, hashes_of(blob.decode("utf-8", "surrogateescape")))
         if len(_head_lines) > 64:
             _head_lines.clear()
-        _head_lines[key] = theirs
-    stamp = (len(text), hash(text))
+        _head_lines[key] = held
+    theirs = held[1]
+    stamp = (head, len(text), hash(text))
     cached = _maps.get(key)
     if cached is None or cached[0] != stamp:
         ours = hashes_of(text)

@@ -9,7 +9,7 @@ floor measured in the same run (each run starts from a cleared conversation): ju
 minimal edits in-process
 (`nagent_lsp.text.edits.minimal_edits`, what any minimal-edit delivery must do at least).
 
-    .venv/bin/python -m benchmarks.edit_overhead [--runs 5]
+    .venv/bin/python -m benchmarks.edit_overhead [--runs 5] [--lines 1000,10000,50000]
 """
 
 from __future__ import annotations
@@ -108,9 +108,11 @@ async def measure(lines: int, runs: int, base: Path) -> tuple[float, float, int]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--lines", default="1000,10000,50000", help="file sizes in lines, comma separated")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.lines.split(",") if n.strip()]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [(n, *asyncio.run(measure(n, args.runs, Path(tmp)))) for n in (1_000, 10_000, 50_000)]
+        rows = [(n, *asyncio.run(measure(n, args.runs, Path(tmp)))) for n in sizes]
     print(f"{'lines':>7} {'bytes':>9} {'ours (ms)':>10} {'diff floor (ms)':>16} {'ratio':>7}")
     for lines, ours, floor, size in rows:
         print(f"{lines:>7} {size:>9} {ours * 1000:>10.1f} {floor * 1000:>16.1f} {ours / floor:>7.1f}x")

@@ -305,8 +305,7 @@ class OpenAIChatModel:
             )
             async with request as response:
                 got.began = True
-                async for chunk in sse.chunks(response):
-                    got.take(chunk, call.on_delta)
+                await _read_stream(response, got, call.on_delta)
         return self._streamed(call.payload, got)
 
     async def _complete_detached(self, call: _Call, cancel: threading.Event | None) -> Reply:
@@ -528,6 +527,20 @@ def _cached_tokens(usage: Any) -> int:
     if cached is None and isinstance(details, Mapping):
         cached = details.get("cached_tokens")
     return cached if isinstance(cached, int) and cached > 0 else 0
+
+
+async def _read_stream(response: Any, got: _Received, on_delta: Delta | None) -> None:
+    """The body of a streaming response into `got`, its errors raised as the SDK's own stream raises them."""
+    openai = _sdk()
+    try:
+        async for chunk in sse.chunks(response.iter_lines()):
+            got.take(chunk, on_delta)
+    except sse.ErrorEvent as err:
+        raise openai.APIError(err.message, request=response.http_request, body=err.body) from err
+    except sse.timeouts() as err:
+        raise openai.APITimeoutError(request=response.http_request) from err
+    except sse.transport_errors() as err:
+        raise openai.APIConnectionError(request=response.http_request) from err
 
 
 def _sdk() -> Any:

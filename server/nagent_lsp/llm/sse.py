@@ -7,11 +7,12 @@ errors and timeouts are the SDK's (`with_streaming_response`) — only the body 
 `json.loads` per event: about 15 µs per chunk.
 
 What the SDK's stream does and this keeps: events are separated by blank lines; `data:` lines of one event are
-joined with newlines; a `[DONE]` event ends the stream; an event whose JSON holds an `error` raises `openai.APIError`
-with its message (`_failure` turns it into "… reported an error"), an event that is not a JSON object a ValueError
-(an unreadable reply); other fields (`event:`, `id:`, comments) are
-ignored. A chunk is handed on as `Chunk`, a read-only attribute view of the JSON, so `_Received.take` reads
-`chunk.choices[0].delta.content` and `chunk.usage.prompt_tokens` as it did from the SDK's models.
+joined with newlines; a `[DONE]` event ends the stream; an event whose JSON holds an `error` raises `ErrorEvent`
+with its message (llm.openai_chat, the one module that imports openai, raises it as the SDK's `APIError`, which
+`_failure` turns into "… reported an error"); an event that is not a JSON object raises ValueError (an unreadable
+reply); other fields (`event:`, `id:`, comments) are ignored. A chunk is handed on as `Chunk`, a read-only attribute
+view of the JSON, so `_Received.take` reads `chunk.choices[0].delta.content` and `chunk.usage.prompt_tokens` as it
+did from the SDK's models.
 """
 
 from __future__ import annotations
@@ -45,29 +46,29 @@ def _wrap(value: Any) -> Any:
     return value
 
 
-async def chunks(response: Any) -> AsyncIterator[Chunk]:
-    """The chunks of an SDK streaming response (`AsyncAPIResponse`), until `[DONE]` or the body ends."""
-    import openai  # already loaded: the response came from it
+class ErrorEvent(Exception):
+    """An event of the stream whose JSON holds an `error` (llm.openai_chat raises it as the SDK's `APIError`)."""
 
-    lines = response.iter_lines()
-    try:
-        async for chunk in _events(lines, response):
-            yield chunk
-    # The errors of reading the body, as the SDK's own stream maps them (its `_iter_events`): a read timeout is the
-    # per-read silence bound (`APITimeoutError`), a dropped connection an `APIConnectionError`.
-    except _timeouts() as err:
-        raise openai.APITimeoutError(request=response.http_request) from err
-    except _transport_errors() as err:
-        raise openai.APIConnectionError(request=response.http_request) from err
+    def __init__(self, message: str, body: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.body = body
 
 
-def _timeouts() -> tuple[type[BaseException], ...]:
+def chunks(lines: AsyncIterator[str]) -> AsyncIterator[Chunk]:
+    """The chunks of a streaming response's lines (`AsyncAPIResponse.iter_lines()`), until `[DONE]` or the end."""
+    return _events(lines)
+
+
+def timeouts() -> tuple[type[BaseException], ...]:
+    """What reading the body raises when the per-read timeout passes (the SDK maps these to APITimeoutError)."""
     import httpx2  # the SDK's HTTP client (a dependency of openai >= 3.5)
 
     return (httpx2.TimeoutException,)
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """What reading the body raises when the connection drops (the SDK maps these to APIConnectionError)."""
     import ssl
 
     import anyio
@@ -76,7 +77,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 
 
-async def _events(lines: AsyncIterator[str], response: Any) -> AsyncIterator[Chunk]:
+async def _events(lines: AsyncIterator[str]) -> AsyncIterator[Chunk]:
     data: list[str] = []
     async for line in lines:
         if line:
@@ -88,14 +89,12 @@ async def _events(lines: AsyncIterator[str], response: Any) -> AsyncIterator[Chu
         payload, data = "\n".join(data), []
         if payload.startswith("[DONE]"):
             return
-        yield _chunk(payload, response)
+        yield _chunk(payload)
     if data and not data[0].startswith("[DONE]"):  # a last event the server did not end with a blank line
-        yield _chunk("\n".join(data), response)
+        yield _chunk("\n".join(data))
 
 
-def _chunk(payload: str, response: Any) -> Chunk:
-    import openai  # already loaded: the response came from it
-
+def _chunk(payload: str) -> Chunk:
     parsed = json.loads(payload)  # not JSON: ValueError, an "unreadable reply" (as from the SDK's stream)
     if not isinstance(parsed, dict):
         raise ValueError("an event of the stream is not a JSON object")
@@ -104,5 +103,5 @@ def _chunk(payload: str, response: Any) -> Chunk:
         message = error.get("message") if isinstance(error, dict) else None
         if not isinstance(message, str) or not message:
             message = "An error occurred during streaming"
-        raise openai.APIError(message, request=response.http_request, body=error)
+        raise ErrorEvent(message, error)
     return Chunk(parsed)

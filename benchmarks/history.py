@@ -436,24 +436,20 @@ class Server:
         return await self.request("workspace/executeCommand", {"command": name, "arguments": list(arguments)}, timeout)
 
     def rss_mb(self) -> float | None:
-        if not self.proc:
-            return None
-        try:
-            status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        except OSError:
-            return None
-        found = re.search(r"VmRSS:\s+(\d+) kB", status)
-        return int(found.group(1)) / 1024 if found else None
+        return self._status_mb("VmRSS")
 
     def hwm_mb(self) -> float | None:
         """Peak RSS of the server process so far (VmHWM)."""
+        return self._status_mb("VmHWM")
+
+    def _status_mb(self, field: str) -> float | None:
         if not self.proc:
             return None
         try:
             status = Path(f"/proc/{self.proc.pid}/status").read_text()
         except OSError:
             return None
-        found = re.search(r"VmHWM:\s+(\d+) kB", status)
+        found = re.search(rf"{field}:\s+(\d+) kB", status)
         return int(found.group(1)) / 1024 if found else None
 
     def log_tail(self, lines: int = 8) -> str:

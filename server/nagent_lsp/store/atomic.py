@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
@@ -28,11 +29,20 @@ def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -
 def atomic_write_stat(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
     """`atomic_write_bytes`, returning the new file's stat as written: taken before the rename, so a write by anyone
     else after it shows in the file's own stat (a split's segments are stamped with it)."""
+    return atomic_write_parts(path, (data,), mode)
+
+
+def atomic_write_parts(
+    path: Path, parts: Iterable[bytes | bytearray | memoryview], mode: int | None = None
+) -> os.stat_result:
+    """`atomic_write_stat` of the parts written one after another, never joined: a big file (the history index) is
+    not held twice in memory. An exception raised by `parts` leaves the old file as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _temp_file(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+            for part in parts:
+                handle.write(part)
             handle.flush()
             os.fsync(handle.fileno())
             written = os.fstat(handle.fileno())

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import mmap
 import os
-import tempfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from nagent_lsp.store.atomic import TEMP_PREFIX, TEMP_SUFFIX, fsync_dir
+from nagent_lsp.store.atomic import atomic_write_parts
 
 Buffer = bytes | bytearray | memoryview
 
@@ -82,38 +81,23 @@ def _intact(data: memoryview) -> tuple[list[memoryview], int]:
 
 
 def write_frames(path: Path, frames: Sequence[Buffer | Sequence[Buffer]]) -> int:
-    """Replace the file atomically (temp file, fsync, rename) with these frames; returns its size. A frame is one
-    buffer or a sequence of buffers written one after the other (never joined: see the module's docstring)."""
+    """Replace the file atomically (store.atomic: temp file, fsync, rename) with these frames; returns its size. A frame
+    is one buffer or a sequence of buffers written one after the other (never joined: see the module's docstring)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    total = 0
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
-            for frame in frames:
-                parts = [frame] if isinstance(frame, bytes | bytearray | memoryview) else frame
-                length, crc = 0, 0
-                for part in parts:
-                    length += memoryview(part).nbytes
-                    crc = zlib.crc32(part, crc)
-                if length >= MAX_FRAME:
-                    raise ValueError(f"{path}: a history index frame of {length} bytes is over the format's limit")
-                handle.write(length.to_bytes(4, "little") + crc.to_bytes(4, "little"))
-                for part in parts:
-                    handle.write(part)
-                total += _HEAD + length
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
-    return total
+
+    def parts() -> Iterator[Buffer]:
+        for frame in frames:
+            pieces = [frame] if isinstance(frame, bytes | bytearray | memoryview) else frame
+            length, crc = 0, 0
+            for piece in pieces:
+                length += memoryview(piece).nbytes
+                crc = zlib.crc32(piece, crc)
+            if length >= MAX_FRAME:
+                raise ValueError(f"{path}: a history index frame of {length} bytes is over the format's limit")
+            yield length.to_bytes(4, "little") + crc.to_bytes(4, "little")
+            yield from pieces
+
+    return atomic_write_parts(path, parts()).st_size
 
 
 def append_frame(path: Path, payload: bytes, expected_size: int) -> int | None:

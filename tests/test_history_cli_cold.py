@@ -94,3 +94,100 @@ async def test_cold_cli_says_partial_when_the_page_is_cut(tmp_path: Path, isolat
     assert text.splitlines()[1] == "Partial: the newest commits only; older commits were not read."
     full = await full_answer(root, isolated_home, (root / "f.py").resolve().as_uri())
     assert len(full["commits"]) == 55 and full["commits"][:50] == answer["commits"]
+
+
+# -- the cold path's text is the general path's (headless/history_cold.py) ------------------------------------------
+
+ODD = "data/r\udce9sum\udce9.txt"  # a file name that is not UTF-8 (Latin-1 bytes, as os.fsdecode gives it)
+LEAN_NEVER = ("attr", "attrs", "cattrs", "dataclasses", "logging", "concurrent.futures", "datetime", "asyncio")
+
+
+def make_busy_repo(root: Path) -> list[str]:
+    """A rename, a merge, a co-edited file deleted since, a co-edited file whose name is not UTF-8, a reformat
+    listed in .git-blame-ignore-revs, and an author whose name is not ASCII."""
+    hashes = build_repo(
+        root,
+        [
+            Commit("start", {"lib/core.py": "a\n", "lib/api.py": "x\n", "old.txt": "o\n", ODD: "r\n"}, **ANN),
+            Commit("core and api", {"lib/core.py": "b\n", "lib/api.py": "y\n", ODD: "r2\n"}, **BOB),
+            Commit("move core", renames={"lib/core.py": "src/core.py"}, author="Jörg Strauß", email="j@example.com"),
+            Commit("side work", {"src/core.py": "side\n", "old.txt": "o2\n"}, branch="side", **ANN),
+            Commit("main work", {"README.md": "r\n"}, branch="main", **BOB),
+            Commit("merge side", merge="side", **BOB),
+            Commit("reformat", {"src/core.py": "fmt\n", "lib/api.py": "fmt\n"}, **ANN),
+            Commit("drop old", {"old.txt": None}, **BOB),
+            Commit("core api odd", {"src/core.py": "c\n", "lib/api.py": "z\n", ODD: "r3\n"}, **ANN),
+        ],
+    )
+    (root / ".git-blame-ignore-revs").write_text(f"# formatting only\n{hashes[6]}\n", encoding="utf-8")
+    return hashes
+
+
+def lean_imports(root: Path, rel: str) -> set[str]:
+    """The modules `nagent-lsp history REL` imports (python -X importtime names each one on stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "nagent_lsp", "history", rel],
+        cwd=root,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def general_text(root: Path, rel: str, *extra: str) -> str:
+    """The general path's text for the same question: the repository's config names a history setting at its
+    default value, which the cold path leaves to the general path (it does not merge settings); the answer is the
+    same, so the two texts must be too."""
+    config = root / ".nagent" / "config.json"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(json.dumps({"history": {"maxChangesetFiles": 50}}), encoding="utf-8")
+    try:
+        done = cli_history(root, rel, *extra)
+    finally:
+        config.unlink()
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_cold_text_is_the_general_paths_text(tmp_path: Path, isolated_home: Path) -> None:
+    root = tmp_path / "repo"
+    make_busy_repo(root)
+    for rel, extra in (("src/core.py", ()), ("lib/api.py", ()), (ODD, ()), ("src/core.py", ("--max-commits", "2"))):
+        cold = cli_history(root, rel, *extra)
+        assert cold.returncode == 0, cold.stderr
+        assert cold.stdout == general_text(root, rel, *extra), rel
+    text = cli_history(root, "src/core.py").stdout
+    assert "move core" in text and "Jörg Strauß" in text and "core and api" in text  # across the rename
+    coedits = text.split("Files changed in the same commits:")[1]
+    assert "lib/api.py" in coedits and "data/r" in coedits  # the odd name, shown as display() makes it
+    assert "old.txt" not in coedits  # deleted since: not a partner to look at
+    assert not (root / ".nagent").exists() or not list((root / ".nagent").glob("cache/history-*.idx"))
+
+
+def test_cold_path_imports_no_settings_model_nor_logging(tmp_path: Path, isolated_home: Path) -> None:
+    """The cold answer's import list (issue 29's floor is `--version` plus one `git log`): none of the heavy
+    modules the general path needs. A repository setting sends it down the general path, which does import them."""
+    root = tmp_path / "repo"
+    make_busy_repo(root)
+    loaded = lean_imports(root, "src/core.py")
+    assert "nagent_lsp.headless.history_cold" in loaded
+    assert not loaded & set(LEAN_NEVER), sorted(loaded & set(LEAN_NEVER))
+    assert not {m for m in loaded if m.startswith(("nagent_lsp.operations", "nagent_lsp.config.settings"))}
+    repository_settings(root, {"history": {"maxCommits": 10}})
+    assert {"attrs", "nagent_lsp.operations.history"} <= lean_imports(root, "src/core.py")
+
+
+def test_cold_path_leaves_refusals_and_errors_to_the_general_path(tmp_path: Path, isolated_home: Path) -> None:
+    root = tmp_path / "repo"
+    build_repo(root, [Commit("start", {"app.py": "a\n", ".env": "KEY=1\n"}, **ANN)])
+    denied = cli_history(root, ".env")
+    assert denied.returncode == 2 and "denyRead" in denied.stderr and not denied.stdout
+    outside = tmp_path / "loose.py"
+    outside.write_text("x\n", encoding="utf-8")
+    alone = cli_history(tmp_path, "loose.py")
+    assert alone.returncode == 1 and "not inside a git repository" in alone.stderr
+    bad = cli_history(root, "app.py", "--max-commits", "0")
+    assert bad.returncode == 2 and "maxCommits" in bad.stderr

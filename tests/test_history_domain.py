@@ -13,13 +13,12 @@ from nagent_lsp.history.blame import (
     compact,
     decode,
     encode,
-    is_ignored,
     parse_hunks,
-    parse_ignore_revs,
     parse_porcelain,
 )
 from nagent_lsp.history.coedits import CoeditTable, coedit_table, level
 from nagent_lsp.history.encoding import display, git_arg, to_bytes
+from nagent_lsp.history.ignore_revs import is_ignored, parse_ignore_revs
 from nagent_lsp.history.index import HASH, IndexBuilder, Marks, RepoIndex, View, raw_commits, release
 from nagent_lsp.history.logparse import RawCommit, parse_log
 from nagent_lsp.history.refs import read_head

@@ -46,6 +46,18 @@ CLI_HISTORY_HEAVY = (
     "pygls",
     "openai",
 )
+# ...and a cold `history FILE` (issue 29: its floor is `--version` plus one `git log`) does without these too
+CLI_COLD_HEAVY = (
+    "attr",
+    "attrs",
+    "dataclasses",
+    "logging",
+    "concurrent.futures",
+    "datetime",
+    "nagent_lsp.operations",
+    "nagent_lsp.config.settings",
+    "nagent_lsp.history.service",
+)
 
 
 def _modules_after(statement: str, cwd: Path | None = None, home: Path | None = None) -> list[str]:
@@ -81,7 +93,10 @@ def test_cli_history_loads_only_what_its_answer_needs(tmp_path: Path) -> None:
     build_repo(repo, [Commit("one", {"a.py": "1\n", "b.py": "1\n"}), Commit("two", {"a.py": "2\n"})])
     run = "from nagent_lsp.headless.cli import main\nassert main(['history', 'a.py']) == 0"
     loaded = _modules_after(run, cwd=repo, home=home)
-    assert "nagent_lsp.operations.history" in loaded  # it did answer, through the same operation as the server
-    assert _among(loaded, CLI_HISTORY_HEAVY) == [], "imported by `nagent-lsp history`"
+    # the first answer in a repository: the cold path (headless/history_cold.py), not even the settings model
+    assert "nagent_lsp.headless.history_cold" in loaded
+    assert _among(loaded, (*CLI_HISTORY_HEAVY, *CLI_COLD_HEAVY)) == [], "imported by a cold `nagent-lsp history`"
     # --json prints through the same converter as the wire, and only then loads it
-    assert "cattrs" in _modules_after(run.replace("'a.py']", "'a.py', '--json']"), cwd=repo, home=home)
+    as_json = _modules_after(run.replace("'a.py']", "'a.py', '--json']"), cwd=repo, home=home)
+    assert "cattrs" in as_json and "nagent_lsp.operations.history" in as_json  # the general path, as the server
+    assert _among(as_json, CLI_HISTORY_HEAVY[1:]) == [], "imported by `nagent-lsp history --json`"

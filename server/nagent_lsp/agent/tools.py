@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nagent_lsp.agent.confine import Refused, resolve_in
 from nagent_lsp.agent.mcp_tools import no_tools_result
 from nagent_lsp.agent.read import read_with
 from nagent_lsp.agent.run import EditSession
-from nagent_lsp.agent.sandbox import Refused, resolve_in
 from nagent_lsp.agent.shell import run_shell
 from nagent_lsp.agent.splits import TrustedSplit, load_trusted_split, plan_patch, split_text, trusted_splits_of
 from nagent_lsp.agent.write_policy import resolve_write, scope_refusal

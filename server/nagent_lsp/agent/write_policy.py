@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from nagent_lsp.agent.changeset import WriteTarget
-from nagent_lsp.agent.sandbox import Refused, containing_folder, denied_at_any_depth, denied_by, resolve_in
+from nagent_lsp.agent.confine import Refused, containing_folder, denied_at_any_depth, denied_by, resolve_in
 from nagent_lsp.agent.splits import trusted_splits_of
 from nagent_lsp.core.identity import file_id_for
 from nagent_lsp.store.split_index import INDEX

@@ -9,7 +9,6 @@ the contract's camelCase names; their types and Annotated checks are the validat
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,51 +16,17 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from nagent_lsp.config.checks import UNKNOWN, Between, Check
+from nagent_lsp.config.defaults import (
+    DEFAULT_DENY_READ,
+    DEFAULT_DENY_WRITE,
+    DEFAULT_MAX_CHANGESET_FILES,
+    DEFAULT_MAX_COMMITS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_REVIEW_ALWAYS,
+)
+from nagent_lsp.config.state_root import user_config_path
 from nagent_lsp.core.secret_env import process_environ
 
-DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")
-DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # DESIGN §4.1: no file larger than this is read for any command
-# DESIGN §9, §12: matched case-insensitively on the resolved path relative to its workspace folder, and on every
-# tail of it, so each holds at any depth. `.git` is a nested repository's git dir, or a `.git` FILE whose `gitdir:`
-# line hands git a directory the model wrote (its config could name programs); `.gitattributes` chooses which of a
-# config's drivers and filters git runs; `.gitmodules` names URLs and paths git clones and checks out.
-DEFAULT_DENY_WRITE = (
-    ".git",
-    ".git/**",
-    ".gitattributes",
-    ".gitmodules",
-    ".nagent/**",
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-)
-# DESIGN §12: files that a tool runs by itself later — on a commit, on opening the folder, on `cd` — rather than
-# when the user runs them. A change to one is always proposed for review, whatever confirmEdits or preview say
-# (files with an exec bit too). Same matching as denyWrite. The README says why each is here.
-DEFAULT_REVIEW_ALWAYS = (
-    ".githooks/**",  # core.hooksPath's usual home: git runs them on commit, merge, checkout
-    ".husky/**",  # husky's hooks
-    ".pre-commit-config.yaml",  # pre-commit fetches and runs what it names on every commit
-    "lefthook.yml",
-    ".lefthook.yml",
-    ".vscode/tasks.json",  # tasks may run on folder open
-    ".vscode/launch.json",
-    ".vscode/settings.json",  # interpreter and tool paths VS Code runs
-    ".devcontainer/**",  # postCreateCommand and friends
-    ".idea/**",  # JetBrains run configurations and startup tasks
-    ".envrc",  # direnv runs it on cd
-    ".dir-locals.el",  # Emacs evaluates it on opening a file
-    ".nvim.lua",  # Neovim's exrc
-    ".nvimrc",
-    ".exrc",
-    ".helix/**",
-    ".zed/**",  # Zed tasks and settings
-    ".github/workflows/**",  # CI runs it with the repository's secrets once pushed
-    ".gitlab-ci.yml",
-    "*.pth",  # Python runs a .pth file's import lines at start-up
-)
 EnvName = Annotated[
     str,
     Check(
@@ -73,8 +38,8 @@ EnvName = Annotated[
 
 @attrs.frozen
 class HistorySettings:
-    maxCommits: Annotated[int, Between(1, 100_000)] = 200
-    maxChangesetFiles: Annotated[int, Between(1, 100_000)] = 50
+    maxCommits: Annotated[int, Between(1, 100_000)] = DEFAULT_MAX_COMMITS
+    maxChangesetFiles: Annotated[int, Between(1, 100_000)] = DEFAULT_MAX_CHANGESET_FILES
     summarize: bool = True
     shareSummaries: Literal["off", "notes"] = "off"  # DESIGN §11: "notes" shares commit summaries via git notes
     # Issue 25: commit diffs go to the summary model only with the user's consent, asked once per repository
@@ -439,10 +404,6 @@ def read_config_file(name: str, path: Path) -> tuple[Source | None, SettingError
     if not isinstance(data, dict):
         return None, SettingError(str(path), "config file must hold a JSON object")
     return Source(name, data, str(path)), None
-
-
-def user_config_path() -> Path:
-    return Path(os.path.expanduser("~")) / ".nagent" / "config.json"
 
 
 def load_settings(

@@ -5,14 +5,26 @@ Resolution only; creating a root is `store.root`'s job."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 STATE_DIR = ".nagent"
+SECRET_FILE = "secret"
 
 
 def home_root() -> Path:
+    # HOME at call time, not at import: a server's HOME is fixed, each test has its own.
     return Path(os.path.expanduser("~")) / STATE_DIR
+
+
+def user_config_path() -> Path:
+    """The user's own config file: the one source a repository cannot plant (DESIGN §12)."""
+    return home_root() / "config.json"
+
+
+def secret_path() -> Path:
+    """The per-user secret that proves proposals are the user's (store/provenance.py makes it)."""
+    return home_root() / SECRET_FILE
 
 
 def git_toplevel(directory: str) -> str | None:
@@ -27,8 +39,19 @@ def git_toplevel(directory: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class StateRoot:
+def repo_relative(root: Path, path: Path) -> str | None:
+    """`path` (symlinks resolved) relative to the repository `root` (resolved too), "/" separated; None outside it
+    or inside its `.git`."""
+    try:
+        rel = Path(os.path.realpath(path)).relative_to(root)
+    except ValueError:
+        return None
+    if not rel.parts or rel.parts[0] == ".git":
+        return None
+    return rel.as_posix()
+
+
+class StateRoot(NamedTuple):
     path: Path
     kind: str  # "setting" | "repository" | "workspace" | "home"
 

@@ -14,15 +14,17 @@ PID 1 and cannot unmount /proc. Imports only core/.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import subprocess
 import threading
+from typing import TYPE_CHECKING
 
+from nagent_lsp.core.log_setup import info, logger
 from nagent_lsp.core.secret_env import command_environ
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
 
 ISOLATION_SWITCH = "NAGENT_LSP_SHELL_ISOLATION"  # "off": never use a namespace (diagnostics, tests of the fallback)
 # Capabilities a root child loses: mounting (unmounting its /proc to see the host's), ptrace, raw memory, modules;
@@ -32,6 +34,11 @@ ESSENTIAL_CAPS = DROPPED_CAPS[:4]
 
 _probe_lock = threading.Lock()
 _probed: list[list[str] | None] = []  # [] until probed, then [prefix or None]
+
+
+def _log() -> logging.Logger:
+    # made when a record is written: the CLI's cold `history` starts git without importing logging (issue 29)
+    return logger(__name__)
 
 
 def isolation_off() -> bool:
@@ -74,11 +81,11 @@ def probe_soon() -> None:
 def _probe() -> list[str] | None:
     unshare, setpriv, bash = shutil.which("unshare"), shutil.which("setpriv"), shutil.which("bash")
     if not (unshare and bash) or not os.path.isdir("/proc/self"):
-        log.warning("commands run without a PID namespace of their own: unshare or bash is missing")
+        _log().warning("commands run without a PID namespace of their own: unshare or bash is missing")
         return None
     root = os.geteuid() == 0
     if root and not setpriv:
-        log.warning("commands run without a PID namespace of their own: setpriv is missing")
+        _log().warning("commands run without a PID namespace of their own: setpriv is missing")
         return None
     base = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
     users = [[]] if root else [["--user", "--map-current-user"], ["--user", "--map-root-user"]]
@@ -101,11 +108,11 @@ def _probe() -> list[str] | None:
             problem = str(exc)
             continue
         if done.returncode == 0:
-            log.info("shell commands and git run in a PID namespace of their own (%s)", " ".join(prefix[:6]))
+            info(__name__, "shell commands and git run in a PID namespace of their own (%s)", " ".join(prefix[:6]))
             return prefix
         said = done.stderr.decode(errors="replace").strip().splitlines()
         problem = said[-1][:200] if said else f"the check exited with {done.returncode}"
-    log.warning(
+    _log().warning(
         "shell commands and git run without a PID namespace of their own (%s); "
         "shell commands are stopped by process group and tag, and the server is made non-dumpable",
         problem or "unshare failed",

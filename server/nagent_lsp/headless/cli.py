@@ -128,6 +128,9 @@ class Subcommand(NamedTuple):
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
     runner: str  # "module:function", imported when the subcommand runs
+    # The runner sets logging up when it first needs it (core/log_setup.py): a fast path that never logs does not
+    # import `logging` (issue 29: `history FILE` against `--version` plus one `git log`)
+    lazy_logging: bool = False
 
 
 def _acp_args(parser: argparse.ArgumentParser) -> None:
@@ -179,6 +182,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "print a file's git history: authors, changes, co-edited files",
         _history_args,
         "nagent_lsp.headless.history:history",
+        lazy_logging=True,
     ),
     "patch": Subcommand(
         "merge a split's segments back into its file (atomic write; prints the JSON result)",
@@ -248,9 +252,14 @@ def main(argv: list[str] | None = None) -> int:
 
         secure_start(sys.argv)
     args = build_parser().parse_args(argv)
-    from nagent_lsp.core.logs import setup_logging
+    if args.command and SUBCOMMANDS[args.command].lazy_logging:
+        from nagent_lsp.core.log_setup import set_up_later
 
-    setup_logging(args.verbose, args.log_file)
+        set_up_later(args.verbose, args.log_file)
+    else:
+        from nagent_lsp.core.logs import setup_logging
+
+        setup_logging(args.verbose, args.log_file)
     if args.command:
         module, function = SUBCOMMANDS[args.command].runner.split(":")
         run: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)

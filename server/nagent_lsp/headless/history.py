@@ -2,33 +2,49 @@
 
 A one-shot process never builds the repository index (issue 29): with a persisted index (a server ran here) it loads
 it, else it answers from the file's own `git log` page, following renames, as the server does before its index is
-ready; such an answer says it is partial when the page was cut (the text repeats the card's "Partial: …" line)."""
+ready; such an answer says it is partial when the page was cut (the text repeats the card's "Partial: …" line).
+The first `history` in a repository takes headless/history_cold.py's path when that gives the same answer; this
+module imports nothing else at the top, and sets up logging only when it leaves that path."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nagent_lsp.core.isolation import probe_soon
+from nagent_lsp.config.state_root import git_toplevel
+from nagent_lsp.core.isolation import namespace_prefix_blocking, probe_soon
+from nagent_lsp.core.log_setup import set_up_now
 
 if TYPE_CHECKING:
     from nagent_lsp.operations.history import FileHistory
 
 # git runs in a PID namespace probed once per process (core/isolation.py, a few short-lived processes): the probe
-# starts before the operations stack is imported, so it runs on the other core meanwhile (issue 29)
+# starts before anything else is imported, so it runs on the other core meanwhile (issue 29)
 probe_soon()
-
-from nagent_lsp.headless.common import print_json, run_guarded, session_for  # noqa: E402
-from nagent_lsp.operations.args import CoeditsArgs, HistoryArgs  # noqa: E402
-from nagent_lsp.operations.history import (  # noqa: E402
-    coedits_result,
-    history_result,
-    render_coedits_text,
-    render_history_text,
-)
 
 
 def history(args: argparse.Namespace) -> int:
+    _read_git_config_soon(args.file)
+    if not args.json:
+        from nagent_lsp.headless.history_cold import cold_history_text
+
+        try:
+            text = cold_history_text(args.file, args.max_commits)
+            if text is not None:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                return 0
+        except BrokenPipeError:  # `nagent-lsp history F | head`: the reader left, nothing to report
+            return 0
+    set_up_now()
+    from nagent_lsp.headless.common import print_json, run_guarded, session_for
+    from nagent_lsp.operations.args import HistoryArgs
+    from nagent_lsp.operations.history import history_result
+
     def run() -> None:
         path = args.file.resolve()
         query = HistoryArgs(uri=path.as_uri(), maxCommits=args.max_commits)
@@ -38,17 +54,41 @@ def history(args: argparse.Namespace) -> int:
     return run_guarded(run)
 
 
+def _read_git_config_soon(file: Path) -> None:
+    """The repository's git config (which drivers to switch off, history/git.py) read on a thread once the probe is
+    done, while this one imports the rest (issue 29): the first query finds it cached, or waits for this one read
+    (never runs a second)."""
+    path = file.resolve()
+    top = git_toplevel(str(path if path.is_dir() else path.parent))
+    if top is None:
+        return
+
+    def read() -> None:
+        from nagent_lsp.history.git import GitError, GitRepository
+
+        namespace_prefix_blocking()
+        try:
+            GitRepository(Path(os.path.realpath(top))).config()
+        except GitError:
+            pass  # the query reads it again and says what went wrong
+
+    threading.Thread(target=read, name="nagent-git-config", daemon=True).start()
+
+
 def history_text(result: FileHistory) -> str:
     """The CLI's text; a partial answer says so under its first line, in the words of the LSP's card."""
-    text = render_history_text(result)
-    said = next((line.strip("*") for line in result.markdown.splitlines() if line.startswith("*Partial")), None)
-    if not result.partial or said is None:
-        return text
-    head, _, rest = text.partition("\n")
-    return f"{head}\n{said}\n{rest}"
+    from nagent_lsp.history import render
+    from nagent_lsp.operations.history import render_history_text
+
+    return render.partial_noted(render_history_text(result), result.markdown, bool(result.partial))
 
 
 def coedits(args: argparse.Namespace) -> int:
+    set_up_now()
+    from nagent_lsp.headless.common import print_json, run_guarded, session_for
+    from nagent_lsp.operations.args import CoeditsArgs
+    from nagent_lsp.operations.history import coedits_result, render_coedits_text
+
     def run() -> None:
         path = args.file.resolve()
         result = coedits_result(session_for(path), CoeditsArgs(uri=path.as_uri(), limit=args.limit), background=False)

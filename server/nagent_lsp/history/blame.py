@@ -1,5 +1,5 @@
 """`git blame --porcelain` output -> the commit that last changed each line; moving a blame across one commit with
-that commit's diff; `.git-blame-ignore-revs` parsing.
+that commit's diff (`.git-blame-ignore-revs` is history/ignore_revs.py).
 
 A blame is kept compact (`Blame`: each distinct hash once, one small int per line), because the service keeps a
 bounded number of them in memory and shares one between HEADs when the file did not change in between.
@@ -130,22 +130,3 @@ def advance(old: Blame, hunks: list[tuple[int, int, int, int]], sha: str) -> Bla
         cursor = keep_until + old_count
     lines.extend(old.lines[cursor:])
     return Blame(tuple(shas), lines)
-
-
-def parse_ignore_revs(text: str) -> frozenset[str]:
-    """Hashes from a `.git-blame-ignore-revs` file (comments after #, blank lines ignored, lower-cased)."""
-    out = set()
-    for line in text.splitlines():
-        token = line.split("#", 1)[0].strip().lower()
-        if token and re.fullmatch(r"[0-9a-f]{7,40}", token):
-            out.add(token)
-    return frozenset(out)
-
-
-def is_ignored(sha: str, revs: frozenset[str]) -> bool:
-    if not revs:
-        return False
-    if sha in revs:
-        return True
-    # abbreviated entries (rare) match by prefix
-    return any(len(r) < 40 and sha.startswith(r) for r in revs)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 HIGH = 0.5
 MEDIUM = 0.2
@@ -21,12 +20,29 @@ TOP = 20
 P = TypeVar("P", bound=Hashable)  # how a path is given: git's bytes (the index) or text
 
 
-@dataclass(frozen=True)
 class CoeditRow:
-    path: str
-    count: int
-    rate: float
-    level: str
+    """One partner of a file. A plain class (a NamedTuple's `count` would hide tuple.count; a dataclass would cost
+    the CLI's cold `history` the dataclasses import)."""
+
+    __slots__ = ("path", "count", "rate", "level")
+
+    def __init__(self, path: str, count: int, rate: float, level: str):
+        self.path = path
+        self.count = count
+        self.rate = rate
+        self.level = level
+
+    def _key(self) -> tuple[str, int, float, str]:
+        return (self.path, self.count, self.rate, self.level)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CoeditRow) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"CoeditRow(path={self.path!r}, count={self.count!r}, rate={self.rate!r}, level={self.level!r})"
 
     @property
     def percent(self) -> int:
@@ -36,8 +52,7 @@ class CoeditRow:
         return {"path": self.path, "count": self.count, "rate": round(self.rate, 4), "level": self.level}
 
 
-@dataclass(frozen=True)
-class CoeditTable:
+class CoeditTable(NamedTuple):
     commits: int  # commits counted (after the changeset cap and ignore list)
     rows: tuple[CoeditRow, ...]
     skipped: int = 0  # commits left out by the cap or the ignore list

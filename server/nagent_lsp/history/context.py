@@ -9,8 +9,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nagent_lsp.history.blame import parse_ignore_revs
 from nagent_lsp.history.git import GitRepository
+from nagent_lsp.history.ignore_revs import FILE_NAME as IGNORE_REVS
+from nagent_lsp.history.ignore_revs import read_ignore_revs
 from nagent_lsp.history.logparse import RawCommit, parse_log
 
 
@@ -65,16 +66,12 @@ class HistoryContext:
 
     def ignored(self) -> frozenset[str]:
         """The commits `.git-blame-ignore-revs` lists, re-read only when the file's stamp changes."""
-        path = self.root / ".git-blame-ignore-revs"
         try:
-            st = path.stat()
+            st = (self.root / IGNORE_REVS).stat()
             key: tuple[float, int] | None = (st.st_mtime, st.st_size)
         except OSError:
             key = None
         if key != self._ignore_key:
-            try:
-                self._ignore_revs = parse_ignore_revs(path.read_text(encoding="utf-8")) if key else frozenset()
-            except (OSError, UnicodeDecodeError):
-                self._ignore_revs = frozenset()
+            self._ignore_revs = read_ignore_revs(self.root) if key else frozenset()
             self._ignore_key = key
         return self._ignore_revs

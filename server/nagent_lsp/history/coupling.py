@@ -302,8 +302,8 @@ def service_evidence(
     """Evidence for each changed file (repository-relative) from the service's index at HEAD, and the partners
     that still exist in HEAD's view. None when the index is not ready for the current HEAD (no hints then: a hint
     from an old or partial history would be the kind of false hint people learn to ignore)."""
-    from nagent_lsp.history.blame import is_ignored
     from nagent_lsp.history.encoding import to_bytes
+    from nagent_lsp.history.ignore_revs import is_ignored
     from nagent_lsp.history.refs import read_head
 
     head = read_head(service.root)

@@ -9,9 +9,7 @@ so ("50+ commits", "building history…"); the next hover refines."""
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as futures_wait
@@ -19,15 +17,20 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache
 
+from nagent_lsp.config.defaults import FIRST_PAGE
 from nagent_lsp.config.settings import HistorySettings
-from nagent_lsp.history.blame import is_ignored
-from nagent_lsp.history.coedits import TOP, CoeditTable, coedit_table
+from nagent_lsp.history.coedits import CoeditTable
 from nagent_lsp.history.context import HistoryContext
-from nagent_lsp.history.encoding import display, git_arg, to_bytes
-from nagent_lsp.history.git import GitError
+from nagent_lsp.history.encoding import display, to_bytes
+from nagent_lsp.history.first_page import (
+    CountRules,
+    FirstPage,
+    history_view,
+    partners_kept,
+    read_first_page,
+)
 from nagent_lsp.history.index import CommitRef, Lineage, RepoIndex, View
 from nagent_lsp.history.index_keeper import IndexKeeper
-from nagent_lsp.history.logparse import RawCommit
 from nagent_lsp.history.refs import read_head
 from nagent_lsp.history.render import Author, HistoryView
 from nagent_lsp.store.commit_summary_cache import CommitSummaryCache
@@ -37,8 +40,6 @@ log = logging.getLogger("nagent_lsp.history")
 HOVER_WAIT = 0.25  # a hover waits at most this long for git (an update after HEAD moved, a first page), then answers
 LOAD_WAIT = 2.0  # a command waits this long for a persisted index being loaded before it asks git itself
 UPDATE_GRACE = 0.1  # after HEAD moved, a hover gives the index update this long before also asking for a page
-FIRST_PAGE = 50  # commits of the per-file query before the index is ready (nagent's own window)
-MAX_FALLBACK_HOPS = 8  # renames followed by per-file queries before the index exists
 ENTRY_CACHE = 256  # per-file answers kept (each holds at most maxCommits commits)
 PAGE_CACHE = 128  # per-file first pages kept
 
@@ -51,15 +52,6 @@ class FileEntry:
     names: frozenset[bytes] = frozenset()  # every name the file had (pathspecs for git)
     head: str | None = None
     partial: bool = False  # not from the complete index of this HEAD: commits may be missing
-
-
-@dataclass(frozen=True)
-class FirstPage:
-    index: RepoIndex
-    lineage: Lineage
-    # The page's co-edited paths that exist in the work tree: a page holds only the file's own commits, so a co-edited
-    # file renamed in a commit outside them would show under both names; its old name is left out instead.
-    alive: frozenset[bytes] | None = None
 
 
 class FileHistory:
@@ -174,7 +166,9 @@ class FileHistory:
         chosen = streamed or page
         if chosen is None:
             return self._nothing_known(raw, head)
-        entry = self._make_entry(chosen.index, chosen.lineage, None, hs, ignored, drop_dead=False, alive=chosen.alive)
+        entry = self._make_entry(
+            chosen.repo_index, chosen.lineage, None, hs, ignored, drop_dead=False, alive=chosen.alive
+        )
         entry.partial = True
         entry.head = head
         if building:
@@ -201,54 +195,16 @@ class FileHistory:
         return future
 
     def _first_page(self, raw: bytes, head: str, size: int) -> FirstPage:
-        """The newest `size` commits of the file (one `git log` per name it had, following renames seen)."""
+        """The newest `size` commits of the file (history/first_page.py), kept in the page cache."""
         try:
-            commits: list[RawCommit] = []
-            name, rev, remaining = raw, head, size
-            capped = False
-            for _ in range(MAX_FALLBACK_HOPS):
-                try:
-                    batch = self.ctx.log(self.ctx.git.log_paths([git_arg(name)], remaining, rev))
-                except GitError as exc:
-                    log.info("per-file history of %s failed: %s", display(name), exc)
-                    break
-                self.ctx.counters.pages += 1
-                commits.extend(batch)
-                remaining -= len(batch)
-                if remaining <= 0:
-                    capped = True
-                    break
-                if not batch:
-                    break
-                oldest = batch[-1]
-                renamed = next((old for st, p, old in oldest.changes if st == "R" and p == name), None)
-                if renamed is None:
-                    break
-                name, rev = renamed, f"{oldest.hash}^"
-            else:
-                capped = True
-            partial = RepoIndex()
-            partial.extend_newest_first(commits)
-            partial.head = head
-            lineage = partial.lineage(raw, size)
-            page = FirstPage(
-                partial,
-                Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped, lineage.ids),
-                self._alive(partial, lineage.commits),
-            )
+            page = read_first_page(self.ctx.git, self.ctx.root, raw, head, size, self.ctx.log)
+            self.ctx.counters.pages += page.queries
             with self.ctx.lock:
                 self.pages[(raw, head, size)] = page
             return page
         finally:
             with self.ctx.lock:
                 self.page_pending.pop((raw, head, size), None)
-
-    def _alive(self, index: RepoIndex, commits: Sequence[CommitRef]) -> frozenset[bytes]:
-        """Which paths the commits touched are in the work tree (what the user sees of HEAD): a stat each, no git
-        process on the first hover's path."""
-        root = os.fsencode(self.ctx.root)
-        touched = {index.paths[pid] for c in commits for pid in index.touched(c.id)}
-        return frozenset(p for p in touched if os.path.lexists(os.path.join(root, p)))
 
     def _make_entry(
         self,
@@ -261,35 +217,17 @@ class FileHistory:
         drop_dead: bool,
         alive: frozenset[bytes] | None = None,
     ) -> FileEntry:
-        window = lineage.commits[: hs.maxCommits]
-        own = set(lineage.names)
-        paths = index.paths
-        changesets = [
-            (c.hash, [paths[index.canonical(pid, c.id, view)] for pid in index.touched(c.id)]) for c in window
-        ]
-
-        def keep(path: bytes) -> bool:
-            return not index.is_dead(index.path_ids[path], view)
-
-        table = coedit_table(
-            changesets,
-            own,
-            hs.maxChangesetFiles,
-            lambda h: is_ignored(h, ignored),
-            keep if drop_dead else (alive.__contains__ if alive is not None else (lambda _p: True)),
-            TOP,
-            display,
-        )
         summaries = self.summaries
-        history = HistoryView(
-            file=display(lineage.path),
-            repository=str(self.ctx.root),
-            commits=window,
-            total=lineage.total,
-            complete=lineage.complete,
-            coedits=table,
-            summary=lambda c: summaries.get(c.hash, c.path),
+        history = history_view(
+            index,
+            lineage,
+            view,
+            self.ctx.root,
+            CountRules(hs.maxCommits, hs.maxChangesetFiles, ignored),
+            partners_kept(index, view, drop_dead=drop_dead, alive=alive),
+            lambda c: summaries.get(c.hash, c.path),
         )
+        window = history.commits
         return FileEntry(
             history,
             [Author(*person) for person in index.authors_of(lineage.ids)],

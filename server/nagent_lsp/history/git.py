@@ -50,8 +50,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from nagent_lsp.core.isolation import make_undumpable, namespace_prefix_blocking
 from nagent_lsp.core.secret_env import command_environ
@@ -149,8 +149,7 @@ def _config_env(env: dict[str, str], pairs: list[tuple[str, str]]) -> None:
             env[f"GIT_CONFIG_VALUE_{i}"] = value
 
 
-@dataclass(frozen=True)
-class ConfigEntry:
+class ConfigEntry(NamedTuple):
     scope: str  # system | global | local | worktree | command
     origin: str  # "file:<path>", "blob:…", "command line:"
     key: str  # section and key lower case, subsection as written
@@ -230,6 +229,7 @@ def _config_files(root: Path, entries: Iterable[ConfigEntry]) -> list[Path]:
 
 _drivers_lock = threading.Lock()
 _drivers: dict[str, tuple[tuple, list[tuple[str, str]], list[ConfigEntry]]] = {}  # root: (stamp, overrides, config)
+_reading: dict[str, threading.Lock] = {}  # root: held while its config is being read
 
 
 def url_is_local(url: str) -> bool:
@@ -318,8 +318,17 @@ class GitRepository:
         key = str(self.root)
         with _drivers_lock:
             cached = _drivers.get(key)
+            reading = _reading.setdefault(key, threading.Lock())
         if cached is not None and _stamp(_config_files(self.root, cached[2])) == cached[0]:
             return cached[1], cached[2]
+        with reading:  # callers at the same time (a warm-up thread and the query) wait for one read, not run two
+            with _drivers_lock:
+                cached = _drivers.get(key)
+            if cached is not None and _stamp(_config_files(self.root, cached[2])) == cached[0]:
+                return cached[1], cached[2]
+            return self._read_config(key)
+
+    def _read_config(self, key: str) -> tuple[list[tuple[str, str]], list[ConfigEntry]]:
         before = _stamp(_git_dirs(self.root))
         data = b"".join(self._stream(["config", "-z", "--show-scope", "--show-origin", "--list"], None, []))
         entries = [e for e in _parse_config(data) if e.scope != "command"]

@@ -39,9 +39,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import accumulate, islice
-from typing import overload
+from typing import NamedTuple, overload
 
 from nagent_lsp.history.encoding import display
 from nagent_lsp.history.logparse import RawCommit, split_records
@@ -62,8 +61,7 @@ _DELETE = ord("D")
 _EMPTY = array("I")
 
 
-@dataclass(frozen=True, slots=True)
-class CommitRef:
+class CommitRef(NamedTuple):
     """One commit of a file's history, with the name the file had in it (text for people, bytes for git)."""
 
     id: int
@@ -76,8 +74,7 @@ class CommitRef:
     raw_path: bytes = b""
 
 
-@dataclass(frozen=True)
-class Lineage:
+class Lineage(NamedTuple):
     path: bytes
     commits: tuple[CommitRef, ...]  # newest first: all of them, or the first `window` asked for
     names: frozenset[bytes]  # the current name and every former name reached
@@ -218,8 +215,7 @@ class PathLists:
         )
 
 
-@dataclass(frozen=True)
-class Marks:
+class Marks(NamedTuple):
     """How much of an index a file already holds (what the next segment starts after)."""
 
     commits: int = 0

@@ -21,11 +21,12 @@ from pathlib import Path
 from cachetools import LRUCache
 
 from nagent_lsp.history import blame as blame_file
-from nagent_lsp.history.blame import Blame, advance, compact, is_ignored, parse_hunks, parse_porcelain
+from nagent_lsp.history.blame import Blame, advance, compact, parse_hunks, parse_porcelain
 from nagent_lsp.history.context import HistoryContext
 from nagent_lsp.history.encoding import display, git_arg, to_bytes
 from nagent_lsp.history.file_history import FileEntry
 from nagent_lsp.history.git import GitError
+from nagent_lsp.history.ignore_revs import is_ignored
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.index_keeper import IndexKeeper
 from nagent_lsp.history.refs import read_head

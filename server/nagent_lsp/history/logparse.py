@@ -10,11 +10,10 @@ text.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class RawCommit:
+class RawCommit(NamedTuple):  # a NamedTuple, not a dataclass: the CLI's cold `history` never imports dataclasses
     hash: str
     parents: tuple[str, ...]
     author: bytes

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from nagent_lsp.history.coedits import CoeditTable
 from nagent_lsp.history.index import CommitRef
@@ -22,11 +21,11 @@ def day(epoch: int) -> str:
 
 
 def iso(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # time, not datetime: the same text, and the CLI's cold `history` does not import datetime (issue 29)
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-@dataclass(frozen=True)
-class Author:
+class Author(NamedTuple):
     name: str
     email: str
     commits: int
@@ -40,15 +39,14 @@ def authors_of(commits: tuple[CommitRef, ...] | list[CommitRef]) -> list[Author]
     ]
 
 
-@dataclass(frozen=True)
-class HistoryView:
+class HistoryView(NamedTuple):
     file: str  # path relative to the repository, "/" separated
     repository: str
     commits: tuple[CommitRef, ...]  # newest first (the window: at most maxCommits)
     total: int  # commits known for the file (>= len(commits))
     complete: bool  # False: there may be more than `total`
     coedits: CoeditTable
-    summary: Callable[[CommitRef], str | None] = field(default=lambda _c: None)
+    summary: Callable[[CommitRef], str | None] = lambda _c: None
     building: bool = False  # the repository's index is still being built: this is what is known so far
 
     def text_for(self, commit: CommitRef) -> str:
@@ -187,3 +185,53 @@ def coedits_markdown(table: CoeditTable) -> str:
     out += ["", "| file | commits together | rate | level |", "| --- | ---: | ---: | --- |"]
     out += [f"| `{r.path}` | {r.count} | {r.percent}% | {r.level} |" for r in table.rows]
     return "\n".join(out)
+
+
+# -- plain text (the CLI's `history` and `coedits`, ACP's /history) -------------------------------------------------
+# Plain tuples in, so the `nagent.history` result (operations/history.py) and the CLI's cold answer, made from a
+# view without the result classes (headless/history_cold.py), print through the same lines.
+CommitLine = tuple[str, str, str, str]  # date (YYYY-MM-DD…), short hash, author, summary or subject
+AuthorLine = tuple[int, str, str]  # commits, name, email
+CoeditLine = tuple[str, int, float, str]  # path, count, rate, level
+
+
+def history_text(
+    file: str,
+    repository: str,
+    commits: Sequence[CommitLine],
+    authors: Sequence[AuthorLine],
+    coedits: Sequence[CoeditLine],
+) -> str:
+    lines = [f"{file}  ({repository})", ""]
+    if not commits:
+        return "\n".join(lines + ["No commits."])
+    lines.append("Authors:")
+    width = max(len(str(count)) for count, _name, _email in authors)
+    lines += [f"  {count:>{width}}  {name} <{email}>" for count, name, email in authors]
+    lines += ["", "Commits (newest first):"]
+    for date, short, author, text in commits:
+        lines.append(f"  {date[:10]}  {short}  {author}: {text}")
+    lines += ["", coedits_text(coedits, None).rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def coedits_text(rows: Sequence[CoeditLine], commits: int | None) -> str:
+    head = "Files changed in the same commits"
+    if commits is not None:
+        head += f" (over {commits} commits)"
+    if not rows:
+        return f"{head}: none found.\n"
+    width = max(len(path) for path, _count, _rate, _level in rows)
+    lines = [head + ":"]
+    for path, count, rate, level in rows:
+        lines.append(f"  {path:<{width}}  {count:>4}  {round(rate * 100):>3}%  {level}")
+    return "\n".join(lines) + "\n"
+
+
+def partial_noted(text: str, markdown: str, partial: bool) -> str:
+    """The CLI's text of a partial answer says so under its first line, in the words of the card's markdown."""
+    said = next((line.strip("*") for line in markdown.splitlines() if line.startswith("*Partial")), None)
+    if not partial or said is None:
+        return text
+    head, _, rest = text.partition("\n")
+    return f"{head}\n{said}\n{rest}"

@@ -24,7 +24,7 @@ import attrs
 from nagent_lsp.agent.sandbox import Refused
 from nagent_lsp.config.parse_args import file_argument
 from nagent_lsp.config.settings import HistorySettings
-from nagent_lsp.config.state_root import git_toplevel
+from nagent_lsp.config.state_root import git_toplevel, repo_relative
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.history import render
 from nagent_lsp.history.coedits import TOP, CoeditRow, CoeditTable
@@ -116,16 +116,6 @@ def _summarizer_for(session: Session, stopping: threading.Event | None = None) -
     return make_model_summarizer(lambda messages: model.complete_sync(messages, cancel=stopping))
 
 
-def _relative(root: Path, path: Path) -> str | None:
-    try:
-        rel = Path(os.path.realpath(path)).relative_to(root)
-    except ValueError:
-        return None
-    if not rel.parts or rel.parts[0] == ".git":
-        return None
-    return rel.as_posix()
-
-
 def service_for(
     session: Session, path: Path, *, background: bool = True, summarize: bool = True
 ) -> tuple[HistoryService, str] | None:
@@ -139,7 +129,7 @@ def service_for(
     if top is None:
         return None
     root = Path(os.path.realpath(top))
-    rel = _relative(root, path)
+    rel = repo_relative(root, path)
     if rel is None:
         return None
     service = session.history_service(root, session.state_dir(path, "cache"))
@@ -321,31 +311,18 @@ def file_history_block(session: Session, path: Path, wait_summaries: float = 0.0
 
 
 def render_history_text(result: FileHistory) -> str:
-    lines = [f"{result.file}  ({result.repository})", ""]
-    if not result.commits:
-        return "\n".join(lines + ["No commits."])
-    lines.append("Authors:")
-    width = max(len(str(a.commits)) for a in result.authors)
-    lines += [f"  {a.commits:>{width}}  {a.name} <{a.email}>" for a in result.authors]
-    lines += ["", "Commits (newest first):"]
-    for c in result.commits:
-        lines.append(f"  {c.date[:10]}  {c.short}  {c.author}: {c.summary or c.subject}")
-    lines += ["", _coedits_text(result.coedits, None).rstrip()]
-    return "\n".join(lines) + "\n"
+    return render.history_text(
+        result.file,
+        result.repository,
+        [(c.date, c.short, c.author, c.summary or c.subject) for c in result.commits],
+        [(a.commits, a.name, a.email) for a in result.authors],
+        _coedit_lines(result.coedits),
+    )
 
 
 def render_coedits_text(result: Coedits) -> str:
-    return _coedits_text(result.rows, result.commits)
+    return render.coedits_text(_coedit_lines(result.rows), result.commits)
 
 
-def _coedits_text(rows: list[CoeditEntry], commits: int | None) -> str:
-    head = "Files changed in the same commits"
-    if commits is not None:
-        head += f" (over {commits} commits)"
-    if not rows:
-        return f"{head}: none found.\n"
-    width = max(len(r.path) for r in rows)
-    lines = [head + ":"]
-    for r in rows:
-        lines.append(f"  {r.path:<{width}}  {r.count:>4}  {round(r.rate * 100):>3}%  {r.level}")
-    return "\n".join(lines) + "\n"
+def _coedit_lines(rows: list[CoeditEntry]) -> list[render.CoeditLine]:
+    return [(r.path, r.count, r.rate, r.level) for r in rows]

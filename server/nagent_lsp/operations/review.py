@@ -41,8 +41,9 @@ from typing import Final, Literal
 
 import attrs
 
+from nagent_lsp.agent.confine import containing_folder, denied_at_any_depth
 from nagent_lsp.agent.conversation_file import ConversationFile
-from nagent_lsp.agent.sandbox import ReadRules, Refused, containing_folder, denied_at_any_depth
+from nagent_lsp.agent.sandbox import ReadRules, Refused
 from nagent_lsp.core.errors import InvalidArgument, UserError
 from nagent_lsp.core.identity import uri_to_path
 from nagent_lsp.core.ports import EditorPort, FileChange, FileOutcome, RecordWrite, ReviewMark

@@ -25,9 +25,9 @@ import stat
 import threading
 from pathlib import Path
 
+from nagent_lsp.config.state_root import SECRET_FILE, secret_path
 from nagent_lsp.core.errors import UserError
 
-SECRET_FILE = "secret"
 SECRET_BYTES = 32
 _cache: dict[str, bytes] = {}  # secret path -> key, read once per process (HOME differs between tests)
 _lock = threading.Lock()
@@ -35,11 +35,6 @@ _lock = threading.Lock()
 
 class ProvenanceError(UserError):
     """The per-user secret cannot be used (wrong owner, mode or kind, unreadable): nothing can be proven."""
-
-
-def secret_path() -> Path:
-    # HOME at call time, not at import: a server's HOME is fixed, each test has its own.
-    return Path(os.path.expanduser("~")) / ".nagent" / SECRET_FILE
 
 
 def user_secret() -> bytes:

@@ -25,6 +25,8 @@ from nagent_lsp.core.errors import UserError
 from nagent_lsp.store.atomic import atomic_write_text
 from nagent_lsp.store.files import read_regular_bytes
 
+CACHE = "cache"  # the history index, blames and commit summaries (history/service.py)
+TXN = "txn"  # change sets being applied, until they are whole (store/transaction.py)
 MARKER = "# Written by nagent-lsp: per-user state, not committed (nagent-lsp appends lines it needs later)."
 # `secret`: where the state root is ~/.nagent (no repository), the per-user secret (store/provenance.py) sits in
 # it; a dotfiles repository must not commit it.

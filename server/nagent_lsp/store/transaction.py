@@ -40,10 +40,10 @@ from typing import BinaryIO, Protocol
 import attrs
 
 from nagent_lsp.store.atomic import atomic_write_text, fsync_dir
+from nagent_lsp.store.root import TXN
 
 log = logging.getLogger("nagent_lsp")
 
-TXN = "txn"
 JOURNAL = "journal.json"
 INTENT = "intent.json"
 LOCK = "lock"

@@ -4,19 +4,26 @@ An append costs what it appends (DESIGN §11): the new blocks are appended to th
 file on disk is what this object last wrote (its size tells); otherwise (the text came from an unsaved buffer, the
 initial context was replaced, the user changed the file meanwhile) the whole text is written atomically once, and
 appends go on from there. Whole rewrites (the initial context, a fold, compaction) are always atomic.
+
+A run that answers its caller only after `synced()` (`nagent.edit`) defers its appends' fsyncs (`defer_syncs`): each
+append is written before `append` returns — a crash of the server loses none of it — and made durable in a worker
+thread while the run goes on, instead of holding the run (and the edit on its way to the editor) back (issue 29).
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from nagent_lsp.agent.shared_conversations import SecretGuard
 from nagent_lsp.config.settings import DEFAULT_DENY_READ
 from nagent_lsp.core.ports import EditorPort
 from nagent_lsp.store.atomic import atomic_write_bytes
-from nagent_lsp.store.conversations import append_conversation
+from nagent_lsp.store.conversations import PendingSyncs, append_conversation
 from nagent_lsp.store.files import read_disk_text
 from nagent_lsp.tags.transcript import INITIAL_CONTEXT, set_initial_context
+
+log = logging.getLogger("nagent_lsp")
 
 SHARED_CONTEXT_NOTE = (
     "(Rebuilt from this clone's files before every request and sent to the model then; not kept in a conversation "
@@ -38,6 +45,7 @@ class ConversationFile:
         )
         self.appends = 0  # appends written as appends (not as a rewrite), for tests and the benchmark
         self.rewrites = 0
+        self._syncs: PendingSyncs | None = None  # set by defer_syncs: appends' fsyncs run in a worker thread
 
     @property
     def text(self) -> str:
@@ -63,6 +71,28 @@ class ConversationFile:
         if buffer is None:
             convo._disk_size = len(text.encode("utf-8")) if path.exists() else None
         return convo
+
+    def defer_syncs(self) -> None:
+        """From now on appends return once written; their fsyncs run in a worker thread until `synced()`."""
+        if self._syncs is None:
+            self._syncs = PendingSyncs()
+
+    async def synced(self) -> None:
+        """Every append so far is on disk (fsynced). A failed fsync rewrites the whole text atomically (synced
+        there), so the conversation never ends a run shorter than what was appended."""
+        if self._syncs is None:
+            return
+        import asyncio  # only a run that deferred its syncs waits here; the CLI's start-up does not import asyncio
+
+        failed = False
+        for future in self._syncs.take():
+            try:
+                await asyncio.wrap_future(future)
+            except OSError as exc:
+                log.info("fsync of %s failed (%s); rewriting it whole", self.path, exc)
+                failed = True
+        if failed:
+            self.save()
 
     def set_context(self, context: str, save: bool = True) -> None:
         """`context` is a whole <initial_context> block (as the context builder makes it) or just its body."""
@@ -90,7 +120,7 @@ class ConversationFile:
         added = addition.encode("utf-8")
         if self._disk_size is not None:
             try:
-                if append_conversation(self.path, added, self._disk_size):
+                if append_conversation(self.path, added, self._disk_size, self._syncs):
                     self._disk_size += len(added)
                     self.appends += 1
                     return

@@ -161,14 +161,23 @@ class SecretGuard:
                 _merge_as_text(self.conversation)
         return self._shared
 
+    def prepare(self) -> None:
+        """Ask git whether the conversation is shared and, when it is, read the denyRead files now: a run calls this
+        in a worker thread beside its other reads, so its first write does not wait for git (issue 29)."""
+        if self.shared:
+            self._denied_strings()
+
+    def _denied_strings(self) -> tuple[str, ...]:
+        if self._denied is None:
+            top = repository_of(self.conversation)
+            self._denied = denied_in(top, self._deny_read) if top is not None else ()
+        return self._denied
+
     def clean(self, text: str) -> str:
         """`text` with its secrets redacted when the conversation is shared; as it is otherwise."""
         if not text or not self.shared:
             return text
-        if self._denied is None:
-            top = repository_of(self.conversation)
-            self._denied = denied_in(top, self._deny_read) if top is not None else ()
-        cleaned, findings = redact_secrets(text, (*self._held, *held_values()), self._denied)
+        cleaned, findings = redact_secrets(text, (*self._held, *held_values()), self._denied_strings())
         if findings:
             self._report(findings)
         return cleaned

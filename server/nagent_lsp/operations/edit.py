@@ -155,16 +155,17 @@ async def edit(
     state_root = store.state_root
     ref = main_ref(session, path) if main is not None else store.resolve(path)
     async with store.lock_for(ref):
-        progress = await port.begin_progress(f"nagent: {path.name}")
+        # The editor's progress is created (a round trip to it) while the run reads its context (issue 29).
+        begun = asyncio.ensure_future(port.begin_progress(f"nagent: {path.name}"))
         try:
             async with tools_for_run(servers_for(port, settings.mcpServers), settings.tools) as tools:
                 result = await _run(
-                    session, port, args, model, path, state_root, ref, finish, progress, agent, settings, conversation,
+                    session, port, args, model, path, state_root, ref, finish, begun, agent, settings, conversation,
                     tools,
                 )  # fmt: skip
             return with_message(result, path.name)
         finally:
-            port.end_progress(progress)  # a no-op when the run already ended it with its outcome
+            port.end_progress(await begun)  # a no-op when the run already ended it with its outcome
             await model.aclose()
 
 
@@ -177,7 +178,7 @@ async def _run(
     state_root: Path,
     ref: ConversationRef,
     finish: Callable[[str], str] | None,
-    progress: Progress,
+    begun: asyncio.Future[Progress],
     agent: Agent,
     settings: Settings,
     conversation: Callable[[str], str] | None = None,
@@ -220,9 +221,13 @@ async def _run(
             tools=tools.describe() if tools is not None else "",
         )
 
+    # Whether git shares the conversation (its secrets are then redacted) is asked beside the context's reads.
+    guard = asyncio.ensure_future(asyncio.to_thread(convo.guard.prepare))
     extras = {} if main else await _context_extras(session, path, base_text)  # a file's history and summary
+    await guard
     convo.set_context(context_for(ref.conversation, "user"), save=False)
     convo.append(user_prompt_block(args.request))  # one write for both
+    progress = await begun
     run = EditSession(
         port=port,
         settings=settings,
@@ -254,6 +259,34 @@ async def _run(
     result = EditResult(
         conversation=conversation_record(ref), tokens=run.tokens.counts(), mentions=mentioned.mentions or None
     )
+    # The run's appends are written at once and made durable in a worker thread while it goes on; the result (what
+    # tells the caller the edit happened) waits for them, so fsyncs no longer hold the edit back on its way to the
+    # editor (issue 29), and a crash of the server loses no reply (each is written before the run goes on).
+    convo.defer_syncs()
+    try:
+        return await _converse(
+            session, port, args, run, convo, memory, result, path, state_root, base_text, base_version, progress, finish
+        )
+    finally:
+        await convo.synced()
+
+
+async def _converse(
+    session: Session,
+    port: EditorPort,
+    args: EditArgs,
+    run: EditSession,
+    convo: ConversationFile,
+    memory: Memory,
+    result: EditResult,
+    path: Path,
+    state_root: Path,
+    base_text: str,
+    base_version: int | None,
+    progress: Progress,
+    finish: Callable[[str], str] | None,
+) -> EditResult:
+    """The model loop, then the delivery of its change set."""
     try:
         outcome = await run_loop(run, convo, memory)
     except (ModelCancelled, asyncio.CancelledError) as exc:
@@ -278,7 +311,7 @@ async def _run(
             )
         )
     if outcome.stopped_by_limit:
-        result = attrs.evolve(result, reason=f"stopped after maxSteps={settings.maxSteps} turns")
+        result = attrs.evolve(result, reason=f"stopped after maxSteps={run.settings.maxSteps} turns")
     if finish is not None:
         run.staged = finish(run.staged)
     return await _deliver(session, port, args, run, convo, result, path, state_root, base_text, base_version, progress)
@@ -386,19 +419,27 @@ async def _refresh_splits(splits: StagedSplits, target: Path, final: str) -> Non
 
 
 async def _context_extras(session: Session, path: Path, text: str) -> dict[str, str]:
-    """The {file-history} block (git, in a thread, bounded in time) and the cached {file-summary} of `text`."""
+    """The {file-history} block (git, in a thread, bounded in time) and the cached {file-summary} of `text`, read
+    side by side (issue 29: each is a thread hop and some I/O the other need not wait for)."""
     from nagent_lsp.operations.history import file_history_block
     from nagent_lsp.operations.summarize import file_summary_block
 
+    history, summary = await asyncio.gather(
+        asyncio.wait_for(asyncio.to_thread(file_history_block, session, path), CONTEXT_TIMEOUT),
+        asyncio.to_thread(file_summary_block, session, path, text),
+        return_exceptions=True,
+    )
     extras: dict[str, str] = {}
-    try:
-        extras["history"] = await asyncio.wait_for(
-            asyncio.to_thread(file_history_block, session, path), CONTEXT_TIMEOUT
-        )
-    except Exception as exc:  # context is a help, not a precondition
-        log.info("no history context for %s: %s", path, exc)
-    try:
-        extras["summary"] = await asyncio.to_thread(file_summary_block, session, path, text)
-    except OSError as exc:
-        log.info("no summary context for %s: %s", path, exc)
+    if isinstance(history, BaseException):
+        if not isinstance(history, Exception):
+            raise history  # a cancellation (KeyboardInterrupt…) is not a missing context
+        log.info("no history context for %s: %s", path, history)  # context is a help, not a precondition
+    else:
+        extras["history"] = history
+    if isinstance(summary, BaseException):
+        if not isinstance(summary, OSError):
+            raise summary
+        log.info("no summary context for %s: %s", path, summary)
+    else:
+        extras["summary"] = summary
     return extras

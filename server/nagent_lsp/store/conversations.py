@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     from filelock import FileLock
 
@@ -157,11 +158,15 @@ def archive_text(path: Path, text: str) -> Path:
     return archived
 
 
-def append_conversation(path: Path, data: bytes, expected_size: int) -> bool:
+def append_conversation(path: Path, data: bytes, expected_size: int, syncs: PendingSyncs | None = None) -> bool:
     """Append `data` to a conversation file and fsync it (DESIGN §11: an append costs what it appends, not a
     rewrite of the whole file). Only when the file is still exactly `expected_size` bytes, the size its writer last
     left it at: a file changed, replaced or removed meanwhile is not appended to (False; the caller rewrites it
-    atomically instead). A crash mid-append can leave a partial last block, which reads back as text."""
+    atomically instead). A crash mid-append can leave a partial last block, which reads back as text.
+
+    With `syncs`, the bytes are written (in the kernel's hands: a crash of this process loses nothing) before this
+    returns, and the fsync that makes them survive a power loss is handed to `syncs`, which runs it in a worker
+    thread; the caller waits for `syncs` before it tells anyone the run is over (issue 29)."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     except OSError:
@@ -173,10 +178,60 @@ def append_conversation(path: Path, data: bytes, expected_size: int) -> bool:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if syncs is None:
+            os.fsync(fd)
+        else:
+            syncs.hand_over(fd)
+            fd = -1  # closed by the sync
         return True
     finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+class PendingSyncs:
+    """The fsyncs of appends already written: each starts at once in a worker thread (one for the process, so they
+    run in the order handed over) while the writer goes on, and `take` gives the futures to wait for. A failed
+    fsync's future raises its OSError: the waiter then rewrites the whole file atomically."""
+
+    def __init__(self) -> None:
+        self._futures: list[Future[None]] = []
+
+    def hand_over(self, fd: int) -> None:
+        try:
+            self._futures.append(_sync_pool().submit(_sync_and_close, fd))
+        except RuntimeError:  # the pool is shut down (the interpreter is exiting): sync here, as before
+            _sync_and_close(fd)
+
+    def take(self) -> list[Future[None]]:
+        futures, self._futures = self._futures, []
+        return futures
+
+    def wait(self) -> None:
+        """Block until every fsync handed over has finished; raises the first failure."""
+        for future in self.take():
+            future.result()
+
+
+def _sync_and_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
         os.close(fd)
+
+
+_sync_executor: ThreadPoolExecutor | None = None
+_sync_executor_lock = threading.Lock()
+
+
+def _sync_pool() -> ThreadPoolExecutor:
+    global _sync_executor
+    with _sync_executor_lock:
+        if _sync_executor is None:
+            from concurrent.futures import ThreadPoolExecutor  # only a run that defers its syncs pays for it
+
+            _sync_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nagent-fsync")
+        return _sync_executor
 
 
 def _clean(raw: Any) -> Entries:

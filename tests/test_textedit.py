@@ -219,3 +219,9 @@ def test_large_file_with_few_changes_gives_few_hunks() -> None:
     edits = minimal_edits(old, new)
     assert len(edits) == 2
     assert apply_edits(old, edits) == new
+
+
+@pytest.mark.parametrize("brk", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_split_lines_keeps_every_break_lsp_does_not_know_inside_its_line(brk: str) -> None:
+    # split_lines takes str.splitlines' fast path only for texts without these; each must still stay inside a line.
+    assert split_lines(f"a{brk}b\nc{brk}\r\nd") == [f"a{brk}b\n", f"c{brk}\r\n", "d"]

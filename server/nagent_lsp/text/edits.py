@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import accumulate
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _BREAK_RE = re.compile(r"\r\n|\r|\n")
+# What str.splitlines also breaks at but LSP does not: a text without any of these splits the same both ways.
+_OTHER_BREAKS_RE = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class TextEditSpec:
 
 def split_lines(text: str) -> list[str]:
     """Lines with their terminators kept; "".join(result) == text."""
+    if _OTHER_BREAKS_RE.search(text) is None:
+        return text.splitlines(keepends=True)  # the same lines, several times faster (issue 29)
     return _LINE_RE.findall(text)
 
 
@@ -200,7 +205,9 @@ def line_opcodes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     return [(i1 + head, i2 + head, j1 + head, j2 + head) for i1, i2, j1, j2 in _anchored(a_mid, b_mid)]
 
 
-SMALL_GAP = 2000  # lines: below this a plain SequenceMatcher is fast enough on any content
+# Lines: below this a plain SequenceMatcher is fast enough on any content. Not more: on lines that repeat (blank lines,
+# braces) SequenceMatcher is quadratic, so a 750-line middle with every other line blank took ~15 ms (issue 29).
+SMALL_GAP = 100
 
 
 def _anchored(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
@@ -210,15 +217,11 @@ def _anchored(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     sides pin the alignment so only the small gaps between them need a general diff."""
     if len(a) <= SMALL_GAP and len(b) <= SMALL_GAP:
         return _plain(a, b, autojunk=False)
-    count_a: dict[str, int] = {}
-    for line in a:
-        count_a[line] = count_a.get(line, 0) + 1
-    count_b: dict[str, int] = {}
-    where_b: dict[str, int] = {}
-    for j, line in enumerate(b):
-        count_b[line] = count_b.get(line, 0) + 1
-        where_b[line] = j
-    pairs = [(i, where_b[line]) for i, line in enumerate(a) if count_a[line] == 1 and count_b.get(line) == 1]
+    from collections import Counter  # counted in C; imported here like difflib: start-up does not diff
+
+    count_a, count_b = Counter(a), Counter(b)
+    where_b = dict(zip(b, range(len(b)), strict=True))  # a line's last index: its only one when it is unique
+    pairs = [(i, where_b[line]) for i, line in enumerate(a) if count_a[line] == 1 and count_b[line] == 1]
     anchors = _increasing(pairs)
     if not anchors:
         return _plain(a, b, autojunk=len(a) + len(b) > 20000)
@@ -247,6 +250,9 @@ def _plain(a: list[str], b: list[str], autojunk: bool) -> list[tuple[int, int, i
 
 def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The longest run of pairs increasing in both coordinates (pairs come sorted by the first), O(n log n)."""
+    js = [j for _, j in pairs]
+    if js == sorted(js):
+        return pairs  # the usual case, nothing moved: all of them (sorting sorted numbers is a linear pass in C)
     tails: list[int] = []  # tails[k]: index into pairs of the smallest tail of a run of length k+1
     links: list[int] = [-1] * len(pairs)
     tail_js: list[int] = []
@@ -284,12 +290,8 @@ def _hunks(old: str, new: str) -> list[tuple[int, int, str]]:
     t = trim_common_lines(old, new)
     old, new = whole_old[t.start : t.old_end], whole_new[t.start : t.new_end]
     a, b = split_lines(old), split_lines(new)
-    a_starts = [0]
-    for line in a:
-        a_starts.append(a_starts[-1] + len(line))
-    b_starts = [0]
-    for line in b:
-        b_starts.append(b_starts[-1] + len(line))
+    a_starts = list(accumulate(map(len, a), initial=0))
+    b_starts = list(accumulate(map(len, b), initial=0))
     out = []
     for i1, i2, j1, j2 in line_opcodes(a, b):
         o_begin, o_end = a_starts[i1], a_starts[i2]

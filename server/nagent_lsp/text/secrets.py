@@ -50,8 +50,10 @@ _ASSIGNMENT = re.compile(
 )
 # What every assignment holds: an operator followed by a value of 8 characters. An assignment never spans lines
 # (no pattern part takes a line break), so only the lines where this occurs are searched with _ASSIGNMENT: the
-# same matches as searching the whole text, without trying its lookbehind and name at every position.
-_OPERATOR_VALUE = re.compile(r"[:=][ \t]*[\"'`]?[^\s\"'`,;()\[\]{}<>]{8}")
+# same matches as searching the whole text, without trying its lookbehind and name at every position. One pattern
+# per operator: a leading literal is searched for at C speed, a leading [:=] is tried at every character (2.8 ms
+# instead of 0.7 ms on a 280 KB reply, issue 29).
+_OPERATOR_VALUES = tuple(re.compile(op + r"[ \t]*[\"'`]?[^\s\"'`,;()\[\]{}<>]{8}") for op in (":", "="))
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -127,8 +129,7 @@ def redact_secrets(text: str, held: Iterable[str] = (), denied: Iterable[str] = 
 def _assignments(text: str) -> Iterator[re.Match[str]]:
     """`_ASSIGNMENT.finditer(text)`, searched only in the lines that hold an operator and a value."""
     searched_to = 0
-    for candidate in _OPERATOR_VALUE.finditer(text):
-        at = candidate.start()
+    for at in sorted(m.start() for pattern in _OPERATOR_VALUES for m in pattern.finditer(text)):
         if at < searched_to:
             continue  # its line was searched already
         start = text.rfind("\n", 0, at) + 1

@@ -221,13 +221,15 @@ def _anchored(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 
     count_a, count_b = Counter(a), Counter(b)
     where_b = dict(zip(b, range(len(b)), strict=True))  # a line's last index: its only one when it is unique
-    pairs = [(i, where_b[line]) for i, line in enumerate(a) if count_a[line] == 1 and count_b[line] == 1]
-    anchors = _increasing(pairs)
-    if not anchors:
+    # Anchors as two lists of ints, not a list of pairs: thousands of tuples kept alive set off the garbage
+    # collector several times per diff (~2 ms of a 10k-line edit, issue 29); ints are not tracked.
+    anchor_is = [i for i, line in enumerate(a) if count_a[line] == 1 and count_b[line] == 1]
+    anchor_is, anchor_js = _increasing(anchor_is, [where_b[a[i]] for i in anchor_is])
+    if not anchor_is:
         return _plain(a, b, autojunk=len(a) + len(b) > 20000)
     out: list[tuple[int, int, int, int]] = []
     prev_i = prev_j = 0
-    for i, j in anchors + [(len(a), len(b))]:
+    for i, j in zip([*anchor_is, len(a)], [*anchor_js, len(b)], strict=True):
         if (i > prev_i or j > prev_j) and a[prev_i:i] != b[prev_j:j]:
             gap = (
                 _anchored(a[prev_i:i], b[prev_j:j])
@@ -248,15 +250,14 @@ def _plain(a: list[str], b: list[str], autojunk: bool) -> list[tuple[int, int, i
     return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
-def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The longest run of pairs increasing in both coordinates (pairs come sorted by the first), O(n log n)."""
-    js = [j for _, j in pairs]
+def _increasing(is_: list[int], js: list[int]) -> tuple[list[int], list[int]]:
+    """The longest run of pairs (is_[n], js[n]) increasing in both coordinates (`is_` comes sorted), O(n log n)."""
     if js == sorted(js):
-        return pairs  # the usual case, nothing moved: all of them (sorting sorted numbers is a linear pass in C)
-    tails: list[int] = []  # tails[k]: index into pairs of the smallest tail of a run of length k+1
-    links: list[int] = [-1] * len(pairs)
+        return is_, js  # the usual case, nothing moved: all of them (sorting sorted numbers is a linear pass in C)
+    tails: list[int] = []  # tails[k]: index of the smallest tail of a run of length k+1
+    links: list[int] = [-1] * len(js)
     tail_js: list[int] = []
-    for n, (_, j) in enumerate(pairs):
+    for n, j in enumerate(js):
         k = bisect_left(tail_js, j)
         if k == len(tail_js):
             tails.append(n)
@@ -265,12 +266,13 @@ def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
             tails[k] = n
             tail_js[k] = j
         links[n] = tails[k - 1] if k else -1
-    run: list[tuple[int, int]] = []
+    run: list[int] = []
     n = tails[-1] if tails else -1
     while n != -1:
-        run.append(pairs[n])
+        run.append(n)
         n = links[n]
-    return run[::-1]
+    run.reverse()
+    return [is_[n] for n in run], [js[n] for n in run]
 
 
 def _coalesce(ranges: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:

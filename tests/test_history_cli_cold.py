@@ -191,3 +191,15 @@ def test_cold_path_leaves_refusals_and_errors_to_the_general_path(tmp_path: Path
     assert alone.returncode == 1 and "not inside a git repository" in alone.stderr
     bad = cli_history(root, "app.py", "--max-commits", "0")
     assert bad.returncode == 2 and "maxCommits" in bad.stderr
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
+    for command in ("history", "coedits"):
+        looped = subprocess.run(
+            [sys.executable, "-m", "nagent_lsp", command, "loop1"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert looped.returncode == 2 and "loop1 cannot be resolved (symlink loop)" in looped.stderr, looped.stderr
+        assert "Traceback" not in looped.stderr

@@ -28,17 +28,20 @@ probe_soon()
 
 
 def history(args: argparse.Namespace) -> int:
-    _read_git_config_soon(args.file)
+    path = _resolved(args.file)
+    if path is None:
+        return 2
+    _read_git_config_soon(path)
     if not args.json:
         from nagent_lsp.headless.history_cold import cold_history_text
 
-        try:
-            text = cold_history_text(args.file, args.max_commits)
-            if text is not None:
+        text = cold_history_text(path, args.max_commits)
+        if text is not None:
+            try:
                 sys.stdout.write(text)
                 sys.stdout.flush()
-                return 0
-        except BrokenPipeError:  # `nagent-lsp history F | head`: the reader left, nothing to report
+            except BrokenPipeError:  # `nagent-lsp history F | head`: the reader left, nothing to report
+                pass
             return 0
     set_up_now()
     from nagent_lsp.headless.common import print_json, run_guarded, session_for
@@ -46,7 +49,6 @@ def history(args: argparse.Namespace) -> int:
     from nagent_lsp.operations.history import history_result
 
     def run() -> None:
-        path = args.file.resolve()
         query = HistoryArgs(uri=path.as_uri(), maxCommits=args.max_commits)
         result = history_result(session_for(path), query, background=False)
         print_json(result) if args.json else print(history_text(result), end="")
@@ -54,12 +56,22 @@ def history(args: argparse.Namespace) -> int:
     return run_guarded(run)
 
 
+def _resolved(file: Path) -> Path | None:
+    """FILE with its symlinks resolved, or None after saying why it cannot be (a loop, a name too long)."""
+    try:
+        return file.resolve()
+    except (OSError, RuntimeError) as exc:
+        from nagent_lsp.agent.confine import os_reason
+
+        print(f"nagent-lsp: {file} cannot be resolved ({os_reason(exc)})", file=sys.stderr)
+        return None
+
+
 def _read_git_config_soon(file: Path) -> None:
     """The repository's git config (which drivers to switch off, history/git.py) read on a thread once the probe is
     done, while this one imports the rest (issue 29): the first query finds it cached, or waits for this one read
     (never runs a second)."""
-    path = file.resolve()
-    top = git_toplevel(str(path if path.is_dir() else path.parent))
+    top = git_toplevel(str(file if file.is_dir() else file.parent))
     if top is None:
         return
 
@@ -85,12 +97,14 @@ def history_text(result: FileHistory) -> str:
 
 def coedits(args: argparse.Namespace) -> int:
     set_up_now()
+    path = _resolved(args.file)
+    if path is None:
+        return 2
     from nagent_lsp.headless.common import print_json, run_guarded, session_for
     from nagent_lsp.operations.args import CoeditsArgs
     from nagent_lsp.operations.history import coedits_result, render_coedits_text
 
     def run() -> None:
-        path = args.file.resolve()
         result = coedits_result(session_for(path), CoeditsArgs(uri=path.as_uri(), limit=args.limit), background=False)
         print_json(result) if args.json else print(render_coedits_text(result), end="")
 

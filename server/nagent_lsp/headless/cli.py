@@ -7,13 +7,15 @@ named as "module:function" and imported only when that subcommand runs, so `--ve
 
 from __future__ import annotations
 
-import argparse
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from nagent_lsp import __version__
+
+if TYPE_CHECKING:
+    import argparse  # imported by build_parser: `history FILE` starts git before it (headless/history_early.py)
 
 
 def _file(parser: argparse.ArgumentParser, json_help: str | None = None) -> None:
@@ -231,6 +233,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="nagent-lsp", description="nagent language server and headless tools")
     parser.add_argument("--version", action="version", version=f"nagent-lsp {__version__}")
     parser.add_argument("--tcp", action="store_true", help="serve over TCP instead of stdio")
@@ -251,7 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         from nagent_lsp.headless.launch import secure_start
 
         secure_start(sys.argv)
+        if sys.argv[1:2] == ["history"]:  # its git work starts before the parser is even built (issue 29)
+            from nagent_lsp.headless.history_early import start_early
+
+            start_early(sys.argv[2:])
     args = build_parser().parse_args(argv)
+    args.as_program = argv is None  # a program run may end without finalising the interpreter (headless/history.py)
     if args.command and SUBCOMMANDS[args.command].lazy_logging:
         from nagent_lsp.core.log_setup import set_up_later
 

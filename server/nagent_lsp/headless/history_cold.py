@@ -36,8 +36,7 @@ from nagent_lsp.config.state_root import STATE_DIR, git_toplevel, repo_relative,
 from nagent_lsp.history.encoding import git_arg, to_bytes
 from nagent_lsp.history.git import GitError, GitRepository
 from nagent_lsp.history.refs import read_head
-from nagent_lsp.store.commit_summary_cache import FILE_NAME as SUMMARIES_FILE
-from nagent_lsp.store.root import CACHE, TXN
+from nagent_lsp.store.root import CACHE, SUMMARIES, TXN
 
 if TYPE_CHECKING:
     from nagent_lsp.history.render import HistoryView
@@ -60,7 +59,7 @@ def cold_history_text(file: Path, max_commits: int | None) -> str | None:
     plan = cold_plan(file, max_commits)
     if plan is None:
         return None
-    early = EarlyLog(GitRepository(plan.root), (git_arg(to_bytes(plan.rel)),), plan.size, plan.head)
+    early = _started.pop(plan, None) or _early_log(plan)
     # Imported while git runs on the other core (the isolation probe, the config read, the first query).
     from nagent_lsp.history.first_page import CountRules, history_view, partners_kept, read_first_page
     from nagent_lsp.history.ignore_revs import read_ignore_revs
@@ -70,6 +69,18 @@ def cold_history_text(file: Path, max_commits: int | None) -> str | None:
     keep = partners_kept(page.repo_index, None, drop_dead=False, alive=page.alive)
     rules = CountRules(plan.window, DEFAULT_MAX_CHANGESET_FILES, read_ignore_revs(plan.root))
     return _text(history_view(page.repo_index, page.lineage, None, plan.root, rules, keep), plan.window)
+
+
+_started: dict[ColdPlan, EarlyLog] = {}  # by start_log, for the first cold_history_text with the same plan
+
+
+def start_log(plan: ColdPlan) -> None:
+    """Start the plan's first query now (headless/history_early.py: before the command line is parsed)."""
+    _started[plan] = _early_log(plan)
+
+
+def _early_log(plan: ColdPlan) -> EarlyLog:
+    return EarlyLog(GitRepository(plan.root), (git_arg(to_bytes(plan.rel)),), plan.size, plan.head)
 
 
 def cold_plan(file: Path, max_commits: int | None) -> ColdPlan | None:
@@ -172,7 +183,7 @@ def _has_history_state(cache: Path) -> bool:
     try:
         with os.scandir(cache) as entries:
             return any(
-                e.name.startswith(INDEX_NAME[0]) and e.name.endswith(INDEX_NAME[1]) or e.name == SUMMARIES_FILE
+                e.name.startswith(INDEX_NAME[0]) and e.name.endswith(INDEX_NAME[1]) or e.name == SUMMARIES
                 for e in entries
             )
     except FileNotFoundError:

@@ -12,8 +12,9 @@ import threading
 from pathlib import Path
 
 from nagent_lsp.store.atomic import atomic_write_text
+from nagent_lsp.store.root import SUMMARIES
 
-FILE_NAME = "commit-summaries.json"
+FILE_NAME = SUMMARIES
 VERSION = 1
 
 

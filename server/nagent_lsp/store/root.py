@@ -27,6 +27,7 @@ from nagent_lsp.store.files import read_regular_bytes
 
 CACHE = "cache"  # the history index, blames and commit summaries (history/service.py)
 TXN = "txn"  # change sets being applied, until they are whole (store/transaction.py)
+SUMMARIES = "commit-summaries.json"  # in CACHE: the commit summaries (store/commit_summary_cache.py)
 MARKER = "# Written by nagent-lsp: per-user state, not committed (nagent-lsp appends lines it needs later)."
 # `secret`: where the state root is ~/.nagent (no repository), the per-user secret (store/provenance.py) sits in
 # it; a dotfiles repository must not commit it.

@@ -12,15 +12,18 @@ from typing import Any
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "setup", False):
         return setup()
-    import asyncio
+    from nagent_lsp.core.long_lived import long_lived
 
-    from acp import AgentSideConnection
+    with long_lived():  # the SDK's models: made once, kept until exit, never collected
+        import asyncio
 
-    from nagent_lsp.acp.delete_route import add_delete_route
-    from nagent_lsp.acp.entry import LazyAgent
+        from acp import AgentSideConnection
 
-    # session/resume and session/close are routed by the SDK only with its "unstable" methods turned on
-    from nagent_lsp.acp.transport import guarded_stdio
+        from nagent_lsp.acp.delete_route import add_delete_route
+        from nagent_lsp.acp.entry import LazyAgent
+
+        # session/resume and session/close are routed by the SDK only with its "unstable" methods turned on
+        from nagent_lsp.acp.transport import guarded_stdio
 
     async def serve() -> None:
         agent: Any = LazyAgent()  # the SDK's Agent protocol: the methods it advertises

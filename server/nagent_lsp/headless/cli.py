@@ -273,9 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         module, function = SUBCOMMANDS[args.command].runner.split(":")
         run: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)
         return run(args)
-    from nagent_lsp.lsp.app import create_server
+    from nagent_lsp.core.long_lived import long_lived
 
-    server = create_server()
+    with long_lived():  # pygls, lsprotocol and every feature: made once, kept until exit, never collected
+        from nagent_lsp.lsp.app import create_server
+
+        server = create_server()
     if args.tcp:
         server.start_tcp(args.host, args.port)
     else:

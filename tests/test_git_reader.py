@@ -258,6 +258,70 @@ def test_delivered_git_runs_nothing_from_the_cli(delivered, tmp_path: Path) -> N
     assert trap.fired() == []
 
 
+def missing_objects(repo: Path) -> int:
+    listed = git(repo, "-c", "protocol.allow=never", "rev-list", "--objects", "--missing=print", "--all")
+    return sum(1 for line in listed.splitlines() if line.startswith("?"))
+
+
+@pytest.fixture
+def partial(tmp_path: Path) -> tuple[Path, Trap]:
+    """A partial clone (`--filter=blob:none`: old blobs are fetched on demand) whose config makes that fetch run
+    programs: the remote's upload-pack, ssh, a credential helper, every protocol allowed."""
+    trap = Trap(tmp_path / "trap")
+    src = tmp_path / "src"
+    story(src)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(remote, "config", "uploadpack.allowFilter", "true")
+    git(src, "push", "-q", str(remote), "main")
+    workspace = tmp_path / "work" / "repo"
+    git(
+        tmp_path,
+        "-c",
+        "protocol.file.allow=always",
+        "clone",
+        "-q",
+        "-b",
+        "main",  # the bare remote's HEAD names its own default branch
+        "--filter=blob:none",
+        remote.as_uri(),
+        str(workspace),
+    )
+    config = workspace / ".git" / "config"
+    for key, value in {
+        "remote.origin.uploadpack": trap.cmd("promisor-upload-pack"),
+        "core.sshCommand": trap.cmd("promisor-ssh"),
+        "credential.helper": "!" + trap.cmd("promisor-credential"),
+        "protocol.allow": "always",
+        "protocol.file.allow": "always",
+    }.items():
+        git(workspace, "config", "--file", str(config), key, value)
+    assert missing_objects(workspace) > 0 and trap.fired() == []
+    return workspace, trap
+
+
+async def test_a_partial_clone_never_fetches_on_a_hover(partial, tmp_path: Path) -> None:
+    workspace, trap = partial
+    missing = missing_objects(workspace)
+    home = user_home(tmp_path / "home")
+    with FakeOpenAI(responder=responder) as fake:
+        env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url}
+        async with open_editor("vscode", workspace, home, env=env) as editor:
+            editor.open(workspace / "a.py")
+
+            async def card() -> str:
+                hover = await editor.hover(workspace / "a.py", 1)
+                return hover.contents.value if hover else ""
+
+            text = await poll(card, lambda t: "partial clone" in t)
+            assert "partial clone" in text and "does not fetch" in text, text  # said, not "not committed yet"
+    cold = cli(workspace, home, "history", "a.py")
+    assert cold.returncode == 0 and "third" in cold.stdout, cold.stderr
+    blamed = cli(workspace, home, "blame", "a.py")
+    assert blamed.returncode == 1 and "partial clone" in blamed.stderr and not blamed.stdout
+    assert trap.fired() == [] and missing_objects(workspace) == missing  # nothing ran, nothing was fetched
+
+
 def test_a_remote_helper_named_by_the_repository_is_refused(delivered, tmp_path: Path) -> None:
     workspace, _, _, trap = delivered
     helper = tmp_path / "bin" / "git-remote-evil"

@@ -24,6 +24,11 @@ its making) configures programs git would run on our behalf; none of them may ru
   hook; no hook is found under /dev/null), `core.pager=cat` + `--no-pager` + GIT_PAGER=cat (and never a tty),
   `core.alternateRefsCommand=true`, `protocol.ext.allow=never`, no automatic gc/maintenance, no submodule recursion,
   `push.gpgSign=false`.
+- no network: a partial clone (`remote.X.promisor`) fetches a missing object on demand, through the remote's
+  transport as the repository configures it (`remote.X.uploadpack`, ssh, credential helpers, any URL), on a plain
+  blame or log. Every call runs with GIT_NO_LAZY_FETCH=1 (git ≥ 2.39.4), and every call but fetch/push with
+  GIT_ALLOW_PROTOCOL empty (no transport at all, whatever `protocol.*.allow` the repository sets; older gits too).
+  A missing object is then an error, not a fetch.
 - fetch/push: `--upload-pack`/`--receive-pack` given explicitly (a repository's `remote.X.uploadpack` is a
   command); a local remote's receive-pack runs with hooks off too (`-c` does not reach it: git scrubs
   GIT_CONFIG_PARAMETERS for local transports). `core.sshCommand`, `core.askPass` and `credential.helper` are the
@@ -78,6 +83,8 @@ _SAFETY = (
     "fetch.recurseSubmodules=false",
     "push.gpgSign=false",
 )
+# Every call but fetch/push: no transport may run (a partial clone's on-demand fetch), whatever the config allows.
+_READER_ENV = {"GIT_ALLOW_PROTOCOL": ""}
 _GLOBAL_OPTIONS = ["--no-pager"]
 for _pair in (*_FORMAT, *_SAFETY):
     _GLOBAL_OPTIONS += ["-c", _pair]
@@ -109,6 +116,7 @@ _KEPT_GIT_ENV = frozenset(
         "GIT_SSH_VARIANT",
         "GIT_ASKPASS",
         "GIT_PROXY_COMMAND",
+        "GIT_ALLOW_PROTOCOL",  # the user's own list, for fetch and push (every other call gets an empty one)
         "GIT_SSL_NO_VERIFY",
         "GIT_SSL_CAINFO",
         "GIT_SSL_CAPATH",
@@ -134,7 +142,7 @@ def git_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
         for k, v in command_environ(base).items()
         if not k.startswith("GIT_") or k in _KEPT_GIT_ENV or k.startswith("GIT_TRACE")
     }
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat")
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat", GIT_NO_LAZY_FETCH="1")
     return env
 
 
@@ -158,8 +166,21 @@ def _environ(config: list[tuple[str, str]], extra: Mapping[str, str] | None = No
     return env
 
 
+class MissingObjects(GitError):
+    """A partial clone lacks objects the command needs, and nagent-lsp does not fetch them (module docstring)."""
+
+
+MISSING_OBJECTS = (
+    "this repository is a partial clone without the objects git needs here; nagent-lsp does not fetch them, since "
+    "a fetch runs what the repository's git config names: if you trust that config, `git blame FILE` in a terminal "
+    "fetches them"
+)
+
+
 def _failed(args: list[str], code: int, stderr: bytes) -> GitError:
     message = stderr.decode("utf-8", "replace").strip()
+    if "from promisor remote" in message or "lazy fetching disabled" in message:
+        return MissingObjects(f"{MISSING_OBJECTS} (git {' '.join(args[:2])}: {message.splitlines()[-1]})")
     return GitError(f"git {' '.join(args[:3])} failed ({code}): {message}")
 
 
@@ -274,7 +295,7 @@ class GitRepository:
     def stream(self, args: list[str], stdin: bytes | None = None) -> Iterator[bytes]:
         """Yield stdout of `git <args>` in chunks as git produces it; raises GitError on a non-zero exit. Closing
         the generator early (a cancelled build) kills the process. Every repository-defined driver is off."""
-        return self._stream(args, stdin, self._driver_overrides())
+        return self._stream(args, stdin, self._driver_overrides(), extra_env=_READER_ENV)
 
     def _stream(
         self,
@@ -354,10 +375,10 @@ class GitRepository:
         args = ["config", "-z", "--show-scope", "--show-origin", "--list"]
         # Usually the first git call of a process: the isolation probe runs it itself, in the namespace it verified
         # (one process chain fewer before the first answer, issue 29); else it runs as every other call does.
-        _, ran = namespace_prefix_with(["git", *_GLOBAL_OPTIONS, *args], _environ([]), str(self.root))
+        _, ran = namespace_prefix_with(["git", *_GLOBAL_OPTIONS, *args], _environ([], _READER_ENV), str(self.root))
         if ran is not None and ran.code != 0:
             raise _failed(args, ran.code, ran.err[:4000])
-        data = ran.out if ran is not None else b"".join(self._stream(args, None, []))
+        data = ran.out if ran is not None else b"".join(self._stream(args, None, [], extra_env=_READER_ENV))
         entries = [e for e in _parse_config(data) if e.scope != "command"]
         stamp = _stamp(_config_files(self.root, entries))
         overrides = driver_overrides(entries)
@@ -369,7 +390,13 @@ class GitRepository:
     def _user_config(self) -> list[ConfigEntry]:
         """The user's and the admin's config (system, global), read outside any repository."""
         data = b"".join(
-            self._stream(["config", "-z", "--show-scope", "--show-origin", "--list"], None, [], cwd=Path("/"))
+            self._stream(
+                ["config", "-z", "--show-scope", "--show-origin", "--list"],
+                None,
+                [],
+                extra_env=_READER_ENV,
+                cwd=Path("/"),
+            )
         )
         return [e for e in _parse_config(data) if e.scope in _USER_SCOPES]
 

@@ -25,7 +25,7 @@ from nagent_lsp.history.blame import Blame, advance, compact, parse_hunks, parse
 from nagent_lsp.history.context import HistoryContext
 from nagent_lsp.history.encoding import display, git_arg, to_bytes
 from nagent_lsp.history.file_history import FileEntry
-from nagent_lsp.history.git import GitError
+from nagent_lsp.history.git import GitError, MissingObjects
 from nagent_lsp.history.ignore_revs import is_ignored
 from nagent_lsp.history.index import CommitRef
 from nagent_lsp.history.index_keeper import IndexKeeper
@@ -53,6 +53,7 @@ class BlameAt:
     # the file's history as that view lists it (its commits' hashes, newest first, the entry's window): equal at
     # another HEAD, the file has the same content and lines there (None: not known, e.g. read from the cache file)
     lineage: int | None = None
+    problem: str = ""  # why blame is None, when that is worth saying in the card (a partial clone's missing objects)
 
 
 Kept = tuple[BlameAt, ...]  # one file's blames, least recently used first
@@ -116,6 +117,8 @@ class LineBlame:
                 known = self._get(raw, head)
         if known is None:
             return None, "finding its last commit…"
+        if known.blame is None and known.problem:
+            return None, known.problem
         sha = known.blame.at(line) if known.blame is not None else ""
         if not sha or sha.startswith("0000000"):
             return None, "not committed yet"
@@ -272,6 +275,7 @@ class LineBlame:
         ignore = self.ctx.root / ".git-blame-ignore-revs"
         counters = self.ctx.counters
         blame: Blame | None = None
+        problem = ""
         try:
             if base is not None:
                 try:
@@ -292,10 +296,11 @@ class LineBlame:
         except GitError as exc:
             log.info("blame of %s failed: %s", display(raw), exc)
             blame = None
+            problem = str(exc) if isinstance(exc, MissingObjects) else ""
         newest, total = (None, 0) if entry.partial else _fingerprint(entry)
         lineage = None if entry.partial else _lineage(entry)
         with self.ctx.lock:
-            self._keep(raw, BlameAt(head, blame, newest, total, lineage))
+            self._keep(raw, BlameAt(head, blame, newest, total, lineage, problem))
             self.pending.pop((raw, head), None)
         if blame is not None:
             self._save(raw, head, newest, total, blame)

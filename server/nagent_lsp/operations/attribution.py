@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 from nagent_lsp.config.settings import Settings
+from nagent_lsp.core.errors import UserError
 from nagent_lsp.core.ports import FileOutcome
 from nagent_lsp.history.ai_notes import SESSION_KEY, AiNotes, new_trace, render_log, session_id
-from nagent_lsp.history.git import GitError, GitRepository
+from nagent_lsp.history.git import GitError, GitRepository, MissingObjects
 from nagent_lsp.history.refs import read_head
 from nagent_lsp.operations.args import AttributionArgs
 from nagent_lsp.operations.session import Session
@@ -728,6 +729,8 @@ def blame_file(session: Session, uri: str) -> list[BlameLine]:
         if head is not None:
             try:
                 origins = _whole_blame(service.git.blame(rel, head))
+            except MissingObjects as exc:  # every committed line would read as uncommitted: say why instead
+                raise UserError(str(exc)) from exc
             except GitError as exc:
                 log.info("blame of %s failed: %s", rel, exc)
     out = []

@@ -130,6 +130,23 @@ def test_a_failing_check_never_runs_the_command(
     assert (prefix, ran) == (None, None) and not marker.exists()
 
 
+def test_a_command_may_outlast_the_checks_time_limit(
+    unprobed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(isolation, "CHECK_TIMEOUT", 0.2)
+    command = ["bash", "-c", "sleep 1; echo finished"]
+    prefix, ran = isolation.namespace_prefix_with(command, {"PATH": os.environ["PATH"]}, str(tmp_path))
+    assert prefix is not None and ran == isolation.Ran(0, b"finished\n", b"")
+
+
+def test_a_check_that_hangs_is_no_namespace(unprobed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolation, "CHECK_TIMEOUT", 0.2)
+    monkeypatch.setattr(isolation, "CHECK_THEN", "sleep 30; " + isolation.CHECK_THEN)
+    marker = tmp_path / "ran"
+    prefix, ran = isolation.namespace_prefix_with(["touch", str(marker)], {"PATH": os.environ["PATH"]}, str(tmp_path))
+    assert (prefix, ran) == (None, None) and not marker.exists()
+
+
 def test_the_folded_config_read_reads_and_fails_as_any_other(unprobed: None, tmp_path: Path) -> None:
     root = tmp_path / "repo"
     build_repo(root, [Commit("one", {"a.py": "1\n"}, **ANN)])

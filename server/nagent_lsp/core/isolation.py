@@ -94,15 +94,6 @@ def namespace_prefix_with(command: list[str], env: dict[str, str], cwd: str) -> 
     return prefix, ran
 
 
-def probe_soon() -> None:
-    """Start the probe in a thread of its own and return: a one-shot command (the CLI's `history`) overlaps its
-    few short-lived processes with its own imports, on the other core; the first git call then finds it done (or
-    waits for that one probe, never runs a second)."""
-    if _probed or isolation_off():
-        return
-    threading.Thread(target=namespace_prefix_blocking, name="nagent-isolation-probe", daemon=True).start()
-
-
 class _Then(NamedTuple):
     command: list[str]
     env: dict[str, str]
@@ -114,6 +105,7 @@ CHECK = '[ "$$" = 1 ] && ! umount /proc 2>/dev/null'  # PID 1 of its namespace, 
 # output that starts with PASSED comes from the verified namespace.
 CHECK_THEN = CHECK + " || exit 1; printf 'nagent: isolated\\n'; exec \"$@\""
 PASSED = b"nagent: isolated\n"
+CHECK_TIMEOUT = 10.0  # seconds: a namespace whose set-up hangs is no namespace
 
 
 def _probe(then: _Then | None = None) -> tuple[list[str] | None, Ran | None]:
@@ -134,16 +126,7 @@ def _probe(then: _Then | None = None) -> tuple[list[str] | None, Ran | None]:
         drop = [setpriv, "--bounding-set=" + ",".join(f"-{c}" for c in caps), "--"] if setpriv and caps else []
         prefix = [*base[:1], *user, *base[1:], *drop]
         try:
-            done = subprocess.run(
-                [*prefix, bash, "-c", script, *(("nagent-probe", *then.command) if then else ())],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if then else subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                # a command of its own may take as long as it takes (git calls have no time limit); the check not
-                timeout=None if then else 10,
-                env=then.env if then else command_environ(),
-                cwd=then.cwd if then else None,
-            )
+            done = _run_check([*prefix, bash, "-c", script], then)
         except (OSError, subprocess.TimeoutExpired) as exc:
             problem = str(exc)
             continue
@@ -160,6 +143,37 @@ def _probe(then: _Then | None = None) -> tuple[list[str] | None, Ran | None]:
         problem or "unshare failed",
     )
     return None, None
+
+
+def _run_check(argv: list[str], then: _Then | None) -> subprocess.CompletedProcess[bytes]:
+    """The check, and `then` after it. The check has CHECK_TIMEOUT; once it passed (PASSED on stdout), the command
+    takes as long as it takes, as every git call may."""
+    if then is None:
+        return subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=CHECK_TIMEOUT,
+            env=command_environ(),
+        )
+    proc = subprocess.Popen(
+        [*argv, "nagent-probe", *then.command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=then.env,
+        cwd=then.cwd,
+    )
+    try:
+        out, err = proc.communicate(timeout=CHECK_TIMEOUT)
+    except subprocess.TimeoutExpired as exc:
+        if not (exc.output or b"").startswith(PASSED):
+            proc.kill()
+            proc.communicate()
+            raise
+        out, err = proc.communicate()  # retried, nothing read so far is lost (subprocess's own guarantee)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def which(name: str) -> str | None:

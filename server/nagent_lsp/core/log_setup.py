@@ -20,11 +20,13 @@ def set_up_later(verbose: int, log_file: str | None) -> None:
 
 
 def set_up_now() -> None:
-    if _wanted:
-        from nagent_lsp.core.logs import setup_logging
+    try:
+        verbose, log_file = _wanted.pop()  # atomic: two threads logging at once set it up once
+    except IndexError:
+        return
+    from nagent_lsp.core.logs import setup_logging
 
-        verbose, log_file = _wanted.pop()
-        setup_logging(verbose, log_file)
+    setup_logging(verbose, log_file)
 
 
 def logger(name: str) -> logging.Logger:

@@ -9,14 +9,13 @@ module imports nothing else at the top, and sets up logging only when it leaves 
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nagent_lsp.core.log_setup import set_up_now
-from nagent_lsp.headless.history_early import read_git_config_soon
+from nagent_lsp.headless.history_early import back_to_defaults, read_git_config_soon
 
 if TYPE_CHECKING:
     from nagent_lsp.operations.history import FileHistory
@@ -40,7 +39,7 @@ def history(args: argparse.Namespace) -> int:
             if args.as_program:
                 _leave_at_once()
             return 0
-    gc.enable()  # headless/history_early.py turned it off for the cold answer
+    back_to_defaults()  # what headless/history_early.py set for the cold answer
     set_up_now()
     from nagent_lsp.headless.common import print_json, run_guarded, session_for
     from nagent_lsp.operations.args import HistoryArgs

@@ -7,7 +7,8 @@ of after them. Only the plain forms are recognised (`history FILE`, with `--max-
 nothing. argparse still has the last word: history_cold uses what was started here only for the very plan its
 parsed arguments make, and a guess that was wrong costs one unused `git log`.
 
-What this module imports is what the chain needs, and the probe starts before the rest is imported."""
+What this module imports is what the chain needs: the config read (the isolation probe's own process runs it,
+core/isolation.namespace_prefix_with) starts before the cold path's modules are imported."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from nagent_lsp.core.log_setup import set_up_later
 # The chain's thread needs the interpreter's lock between its processes while this thread imports; the default
 # switch interval (5 ms) would add up to that much to each hand-over.
 SWITCH_INTERVAL = 0.0005
+_DEFAULT_SWITCH_INTERVAL = sys.getswitchinterval()
 
 
 def start_early(words: list[str]) -> None:
@@ -44,6 +46,13 @@ def start_early(words: list[str]) -> None:
         return  # the command says what is wrong with FILE once it runs
     if plan is not None:
         start_log(plan)
+
+
+def back_to_defaults() -> None:
+    """The general path answers instead (its thread pools, a whole index decoded): the collector on again and the
+    interpreter's usual switch interval."""
+    gc.enable()
+    sys.setswitchinterval(_DEFAULT_SWITCH_INTERVAL)
 
 
 _config_read: set[str] = set()  # the repositories read_git_config_soon started a read for

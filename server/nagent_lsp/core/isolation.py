@@ -59,13 +59,7 @@ async def namespace_prefix() -> list[str] | None:
 def namespace_prefix_blocking() -> list[str] | None:
     """The same, for callers already off the event loop (history's git runs in worker threads). Concurrent first
     callers wait for one probe rather than each running their own."""
-    if isolation_off():
-        return None
-    if not _probed:
-        with _probe_lock:
-            if not _probed:
-                _probed.append(_probe()[0])
-    return _probed[0]
+    return _probed_once(None)[0]
 
 
 class Ran(NamedTuple):
@@ -82,6 +76,10 @@ def namespace_prefix_with(command: list[str], env: dict[str, str], cwd: str) -> 
     first git answer (issue 29: the CLI's cold `history` waits on probe → config → page). Ran is None when the
     probe was made before (or by another thread meanwhile), or found no namespace: the caller then runs the command
     itself, under the prefix returned. A check that fails never runs the command."""
+    return _probed_once(_Then(command, env, cwd))
+
+
+def _probed_once(then: _Then | None) -> tuple[list[str] | None, Ran | None]:
     if isolation_off():
         return None, None
     if _probed:
@@ -89,7 +87,7 @@ def namespace_prefix_with(command: list[str], env: dict[str, str], cwd: str) -> 
     with _probe_lock:
         if _probed:
             return _probed[0], None
-        prefix, ran = _probe(_Then(command, env, cwd))
+        prefix, ran = _probe(then)
         _probed.append(prefix)
     return prefix, ran
 

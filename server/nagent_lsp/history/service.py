@@ -30,8 +30,8 @@ from nagent_lsp.history.index_keeper import IndexKeeper
 from nagent_lsp.history.line_blame import BLAME_WAIT, LineBlame
 from nagent_lsp.history.persisted_index import PersistedIndex
 from nagent_lsp.history.progress import HistoryEvent
-from nagent_lsp.store.commit_summary_cache import FILE_NAME as SUMMARIES_FILE
 from nagent_lsp.store.commit_summary_cache import CommitSummaryCache
+from nagent_lsp.store.root import SUMMARIES
 
 
 class HistoryService:
@@ -52,7 +52,7 @@ class HistoryService:
         self.index_path = self.cache_dir / f"history-{digest}.idx"
         self.blame_path = self.cache_dir / f"history-{digest}.blame"  # blames made, so a restart need not redo them
         self.ctx = HistoryContext(self.root, self.git)
-        self.summaries = CommitSummaryCache(self.cache_dir / SUMMARIES_FILE)
+        self.summaries = CommitSummaryCache(self.cache_dir / SUMMARIES)
         persisted = PersistedIndex(self.index_path, self.cache_dir / f"history-index-{digest}.json", self.ctx.counters)
         self.keeper = IndexKeeper(
             self.ctx, persisted, on_change=lambda: self.files.forget(), before_load=lambda: self.blame.load()

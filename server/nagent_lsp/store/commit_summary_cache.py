@@ -12,9 +12,7 @@ import threading
 from pathlib import Path
 
 from nagent_lsp.store.atomic import atomic_write_text
-from nagent_lsp.store.root import SUMMARIES
 
-FILE_NAME = SUMMARIES
 VERSION = 1
 
 

@@ -96,10 +96,47 @@ ARGUMENTS to SERVER."
   (nagent--stream-delta params))
 
 (cl-defmethod eglot-handle-request
-  ((_server nagent-eglot-server) (_method (eql window/showMessageRequest))
+  ((server nagent-eglot-server) (_method (eql window/showMessageRequest))
    &key type message actions)
   "Ask nagent's question MESSAGE (TYPE, ACTIONS) with `nagent-ask-function'."
-  (nagent--answer-message-request type message actions))
+  (nagent--eglot-holding-output
+   server (lambda () (nagent--answer-message-request type message actions))))
+
+;; A question is asked inside the process filter that read the request (eglot
+;; answers with the handler's value), and the minibuffer runs process filters
+;; while the user thinks: jsonrpc 1.0.14 (Emacs 28) must not be entered again
+;; there (see `nagent--outside-filter').  So what the server sends meanwhile
+;; is held and handed to the filter once every question is answered and the
+;; filter has returned.
+(defun nagent--eglot-holding-output (server fn)
+  "Call FN while SERVER's output is held back; pass it on afterwards."
+  (let ((proc (jsonrpc--process server)))
+    (unless (process-get proc 'nagent-filter)
+      (process-put proc 'nagent-filter (process-filter proc))
+      (process-put proc 'nagent-held nil)
+      (set-process-filter proc (lambda (p string)
+                                 (process-put p 'nagent-held
+                                              (cons string (process-get p 'nagent-held))))))
+    (process-put proc 'nagent-asking (1+ (or (process-get proc 'nagent-asking) 0)))
+    (unwind-protect
+        (funcall fn)
+      (process-put proc 'nagent-asking (1- (process-get proc 'nagent-asking)))
+      (run-at-time 0 nil #'nagent--eglot-release-output proc))))
+
+(defun nagent--eglot-release-output (proc)
+  "Give PROC's held output to its own filter, unless a question is still open."
+  (let ((filter (process-get proc 'nagent-filter)))
+    (when (and filter (zerop (or (process-get proc 'nagent-asking) 0)))
+      (let ((held (nreverse (process-get proc 'nagent-held))))
+        (process-put proc 'nagent-filter nil)
+        (process-put proc 'nagent-held nil)
+        (set-process-filter proc filter)
+        (when held
+          (funcall filter proc (apply #'concat held)))))))
+
+(defun nagent--eglot-held-output (server)
+  "The output of SERVER held while a question is open (newest first)."
+  (process-get (jsonrpc--process server) 'nagent-held))
 
 (defun nagent--workspace-edit-paths (edit)
   "Files the WorkspaceEdit EDIT (a plist) changes."

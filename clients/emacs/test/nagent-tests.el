@@ -39,6 +39,26 @@
                              :type 'nagent-error)))
       (should (string-match-p "bogus" (cadr err))))))
 
+;; Not in a process filter: jsonrpc 1.0.14 (Emacs 28) corrupts its framing when
+;; a callback waits there ("invalid token near 'Content'", seen in CI).
+(ert-deftest nagent-callback-may-wait-for-another-answer ()
+  "A request's THEN runs after the connection's process filter returned, so it
+may wait for another answer (the review reads its proposal so)."
+  (nagent-test-with-file ()
+    (let (inside answers)
+      (nagent-command-async
+       "nagent.status" nil
+       :then (lambda (_res)
+               (mapbacktrace (lambda (_evald fn _args _flags)
+                               (when (memq fn '(jsonrpc--process-filter lsp--parser-on-message))
+                                 (setq inside fn))))
+               (dotimes (_ 3)
+                 (push (plist-get (nagent-command "nagent.status") :version) answers))))
+      (should (nagent-test-wait-for (lambda () (= (length answers) 3)) 30))
+      (should-not inside)
+      (should (cl-every #'stringp answers))
+      (should (stringp (plist-get (nagent-status) :version))))))
+
 (ert-deftest nagent-history-buffer-shows-commits ()
   (nagent-test-with-file ()
     (nagent-test-require-command "nagent.history")

@@ -7,6 +7,8 @@ import asyncio
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,41 @@ async def test_hover_card_new_commit_and_summaries_once_across_restart(repo, iso
             text = await poll(card, lambda t: "Model says " + later[:7] in t)
             assert f"`{later[:7]}` Ann Lee: Model says {later[:7]}" in text
             assert asked_pairs(fake.chat_requests[requests_before_restart:]) == [(later, "src/app.py")]
+
+
+async def test_a_head_naming_a_missing_commit_is_said_not_shown_as_no_commits(repo, isolated_home: Path) -> None:
+    """A branch whose ref names a commit the repository lacks (a broken copy, a failed fetch): the card, the
+    command and the CLI say git could not read the history (they said "no commits yet"); once the ref is mended,
+    the next hover shows the history (the failure was not kept)."""
+    root, h = repo
+    target = root / "src" / "app.py"
+    ref = subprocess.run(["git", "symbolic-ref", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+    loose = root / ".git" / ref.stdout.strip()
+    loose.parent.mkdir(parents=True, exist_ok=True)
+    loose.write_text("0123456789" * 4 + "\n", encoding="ascii")
+    for command in ("history", "coedits"):
+        cli = subprocess.run(
+            [sys.executable, "-m", "nagent_lsp", command, "src/app.py"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert cli.returncode == 1 and "cannot read the history of src/app.py" in cli.stderr, cli
+        assert "bad object" in cli.stderr and "Traceback" not in cli.stderr and not cli.stdout
+    async with open_editor("eglot", root, isolated_home) as editor:
+        editor.open(target)
+
+        async def card() -> str:
+            hover = await editor.hover(target, 0)
+            return hover.contents.value if hover else ""
+
+        text = await poll(card, lambda t: "git could not read it" in t)
+        assert "**History of `src/app.py`**: git could not read it:" in text and "bad object" in text, text
+        failed = await editor.command_error("nagent.history", {"uri": target.resolve().as_uri()})
+        assert "cannot read the history of src/app.py" in failed.message and "bad object" in failed.message
+        assert (await editor.command("nagent.status", {}))["version"]
+
+        loose.write_text(h[4] + "\n", encoding="ascii")
+        text = await poll(card, lambda t: "5 commits" in t)
+        assert "5 commits by 2 authors" in text, text

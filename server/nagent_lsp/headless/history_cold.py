@@ -66,6 +66,8 @@ def cold_history_text(file: Path, max_commits: int | None) -> str | None:
     from nagent_lsp.history.logparse import parse_log
 
     page = read_first_page(early, plan.root, to_bytes(plan.rel), plan.head, plan.size, lambda s: list(parse_log(s)))
+    if page.problem:
+        return None  # the general path says what git could not read, with the same words as every front end
     keep = partners_kept(page.repo_index, None, drop_dead=False, alive=page.alive)
     rules = CountRules(plan.window, DEFAULT_MAX_CHANGESET_FILES, read_ignore_revs(plan.root))
     return _text(history_view(page.repo_index, page.lineage, None, plan.root, rules, keep), plan.window)

@@ -171,8 +171,10 @@ class FileHistory:
         )
         entry.partial = True
         entry.head = head
+        if chosen.problem:
+            entry.view = entry.view._replace(problem=chosen.problem)
         if building:
-            entry.view = _with_building(entry.view)
+            entry.view = entry.view._replace(building=True)
         return entry
 
     def _nothing_known(self, raw: bytes, head: str) -> FileEntry:
@@ -199,8 +201,9 @@ class FileHistory:
         try:
             page = read_first_page(self.ctx.git, self.ctx.root, raw, head, size, self.ctx.log)
             self.ctx.counters.pages += page.queries
-            with self.ctx.lock:
-                self.pages[(raw, head, size)] = page
+            if not page.problem:  # a failure may pass (a lock, a killed git): the next hover asks again
+                with self.ctx.lock:
+                    self.pages[(raw, head, size)] = page
             return page
         finally:
             with self.ctx.lock:
@@ -235,9 +238,3 @@ class FileHistory:
             lineage.names,
             index.head,
         )
-
-
-def _with_building(view: HistoryView) -> HistoryView:
-    return HistoryView(
-        view.file, view.repository, view.commits, view.total, view.complete, view.coedits, view.summary, True
-    )

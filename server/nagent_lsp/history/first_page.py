@@ -23,6 +23,7 @@ from nagent_lsp.history.logparse import RawCommit
 from nagent_lsp.history.render import HistoryView
 
 MAX_FALLBACK_HOPS = 8  # renames followed by per-file queries before the index exists
+PROBLEM_CHARS = 300  # of git's error, on one line, in a hover card or an error message
 
 Parse = Callable[[Iterable[bytes]], list[RawCommit]]
 
@@ -41,6 +42,9 @@ class FirstPage(NamedTuple):
     # file renamed in a commit outside them would show under both names; its old name is left out instead.
     alive: frozenset[bytes] | None = None
     queries: int = 0  # git processes it took (one per name the file had)
+    # git's error when its first query failed, so nothing is known (a HEAD naming a missing commit, a broken
+    # repository): the answer says so rather than "no commits yet". Empty otherwise.
+    problem: str = ""
 
 
 def read_first_page(git: LogSource, root: Path, raw: bytes, head: str, size: int, parse: Parse) -> FirstPage:
@@ -50,11 +54,14 @@ def read_first_page(git: LogSource, root: Path, raw: bytes, head: str, size: int
     name, rev, remaining = raw, head, size
     capped = False
     queries = 0
+    problem = ""
     for _ in range(MAX_FALLBACK_HOPS):
         try:
             batch = parse(git.log_paths([git_arg(name)], remaining, rev))
         except GitError as exc:
             info("nagent_lsp.history", "per-file history of %s failed: %s", display(name), exc)
+            if not commits:
+                problem = " ".join(str(exc).split())[:PROBLEM_CHARS]
             break
         queries += 1
         commits.extend(batch)
@@ -80,6 +87,7 @@ def read_first_page(git: LogSource, root: Path, raw: bytes, head: str, size: int
         Lineage(lineage.path, lineage.commits, lineage.names, lineage.complete and not capped, lineage.ids),
         alive_paths(root, partial, lineage.commits),
         queries,
+        problem,
     )
 
 

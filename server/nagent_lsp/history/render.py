@@ -48,6 +48,7 @@ class HistoryView(NamedTuple):
     coedits: CoeditTable
     summary: Callable[[CommitRef], str | None] = lambda _c: None
     building: bool = False  # the repository's index is still being built: this is what is known so far
+    problem: str = ""  # why nothing could be read (git's error), shown instead of "no commits yet"
 
     def text_for(self, commit: CommitRef) -> str:
         return self.summary(commit) or commit.subject
@@ -80,6 +81,8 @@ def hover_card(
     commits = view.commits
     total = f"{view.total}{'' if view.complete else '+'}"
     if not commits:
+        if view.problem:
+            return unreadable(view)
         if view.building:
             return f"**History of `{view.file}`**: {BUILDING} nothing known about this file yet."
         return f"**History of `{view.file}`**: no commits yet."
@@ -152,10 +155,14 @@ def file_history_block(view: HistoryView) -> str:
     return "\n".join(out)
 
 
+def unreadable(view: HistoryView) -> str:
+    return f"**History of `{view.file}`**: git could not read it: {_md(view.problem)}"
+
+
 def history_markdown(view: HistoryView) -> str:
     """Markdown for the nagent.history result: authors, every listed commit, co-edits."""
     if not view.commits:
-        return f"**History of `{view.file}`**: no commits yet."
+        return unreadable(view) if view.problem else f"**History of `{view.file}`**: no commits yet."
     authors = view.authors
     out = [
         f"## History of `{view.file}`",
@@ -204,7 +211,7 @@ def history_text(
 ) -> str:
     lines = [f"{file}  ({repository})", ""]
     if not commits:
-        return "\n".join(lines + ["No commits."])
+        return "\n".join(lines + ["No commits.", ""])
     lines.append("Authors:")
     width = max(len(str(count)) for count, _name, _email in authors)
     lines += [f"  {count:>{width}}  {name} <{email}>" for count, name, email in authors]

@@ -177,6 +177,7 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
     if entry is None:
         entry_view = HistoryView(display(to_bytes(rel)), str(service.root), (), 0, True, CoeditTable(0, ()))
         return FileHistory(entry_view.file, str(service.root), [], [], [], render.history_markdown(entry_view))
+    _readable(entry.view)
     if background:  # a one-shot CLI process would exit before a background summary could land
         service.request_summaries(entry, hs)
     else:  # but what the team shares in git notes costs nothing to show
@@ -196,6 +197,12 @@ def history_result(session: Session, args: HistoryArgs, *, background: bool = Tr
     )
 
 
+def _readable(view: HistoryView) -> None:
+    """A command is told when git could not read the history at all (the hover card shows it instead)."""
+    if view.problem and not view.commits:
+        raise UserError(f"cannot read the history of {view.file}: {view.problem}")
+
+
 def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = True) -> Coedits:
     """The `nagent.coedits` result."""
     if args.limit is not None and args.limit < 1:
@@ -205,6 +212,7 @@ def coedits_result(session: Session, args: CoeditsArgs, *, background: bool = Tr
     entry = service.entry(rel, hs, sync=True)
     if entry is None:
         return Coedits(display(to_bytes(rel)), 0, [])
+    _readable(entry.view)
     table = entry.view.coedits
     rows = table.rows[: args.limit if args.limit is not None else TOP]
     return Coedits(entry.view.file, table.commits, [CoeditEntry.of(r) for r in rows])
@@ -257,10 +265,10 @@ def _history_card(
     entry = service.entry(rel, hs, sync=False, wait=wait)
     if entry is None:
         return None
-    if not entry.view.commits and (entry.view.complete or not entry.view.building):
+    if not entry.view.commits and not entry.view.problem and (entry.view.complete or not entry.view.building):
         return None  # known to have no commits (untracked, or new)
     if not entry.view.commits:
-        return render.hover_card(entry.view, [])  # nothing known yet: says the history is being built
+        return render.hover_card(entry.view, [])  # nothing known yet (being built), or git could not read it
     service.request_summaries(entry, hs)
     commit, state = (None, "")
     if line is not None:

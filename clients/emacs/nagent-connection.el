@@ -193,17 +193,6 @@ has streamed in so far."
           (error (message "nagent: %s: %s" (nagent-job-label job)
                           (error-message-string err))))))))
 
-;; The answer to a request arrives inside the connection's process filter.  A
-;; callback may wait for another answer (the review reads its proposal with
-;; `nagent-command'), and waiting there runs the filter again while the outer
-;; call still holds the buffer narrowed to the message it is reading: Emacs
-;; 28's jsonrpc (1.0.14) then inserts the new output in the wrong place and
-;; reads a header as a body ("invalid token near 'Content'").  So a request's
-;; end is handled from a timer, once the filter has returned.
-(defun nagent--outside-filter (fn &rest args)
-  "Call FN with ARGS as soon as the current process filter has returned."
-  (apply #'run-at-time 0 nil fn args))
-
 (defun nagent--job-finish (job result error)
   "Finish JOB with RESULT, or with the message ERROR."
   (if (nagent-job-done job)

@@ -236,6 +236,43 @@ A plist (:title CHOICE), or :null when the user gave no answer."
          (choice (and titles (funcall nagent-ask-function (or message "") titles))))
     (if choice (list :title choice) :null)))
 
+;;;; Leaving the process filter
+
+;; The answer to a request arrives inside the connection's process filter.  A
+;; callback may wait for another answer (the review reads its proposal with
+;; `nagent-command'), and waiting there runs the filter again while the outer
+;; call still holds the buffer narrowed to the message it is reading: Emacs
+;; 28's jsonrpc (1.0.14) then inserts the new output in the wrong place and
+;; reads a header as a body ("invalid token near 'Content'").  So a request's
+;; end is handled from a timer, once the filter has returned, and not while
+;; a question is open: eglot holds the server's output then
+;; (`nagent--eglot-holding-output'), so a callback waiting for an answer
+;; would wait for the question to end, and the question for it.
+
+(defvar nagent--asking 0
+  "How many of the server's questions are open (asked, not yet answered).")
+
+(defvar nagent--after-asking nil
+  "Calls (FN . ARGS) waiting for the open questions to end, newest first.")
+
+(defun nagent--outside-filter (fn &rest args)
+  "Call FN with ARGS once the current process filter has returned and no
+question is open."
+  (run-at-time 0 nil #'nagent--call-when-free fn args))
+
+(defun nagent--call-when-free (fn args)
+  "Call FN with ARGS now, or after the open questions end."
+  (if (> nagent--asking 0)
+      (push (cons fn args) nagent--after-asking)
+    (apply fn args)))
+
+(defun nagent--run-after-asking ()
+  "Make the calls that waited for the questions to end, in their order."
+  (let ((calls (nreverse nagent--after-asking)))
+    (setq nagent--after-asking nil)
+    (dolist (call calls)
+      (apply (car call) (cdr call)))))
+
 ;;;; Paths
 
 (defun nagent--visit (path)

@@ -107,7 +107,7 @@ ARGUMENTS to SERVER."
 ;; while the user thinks: jsonrpc 1.0.14 (Emacs 28) must not be entered again
 ;; there (see `nagent--outside-filter').  So what the server sends meanwhile
 ;; is held and handed to the filter once every question is answered and the
-;; filter has returned.
+;; filter has returned; then the callbacks that waited for the questions run.
 (defun nagent--eglot-holding-output (server fn)
   "Call FN while SERVER's output is held back; pass it on afterwards."
   (let ((proc (jsonrpc--process server)))
@@ -117,22 +117,24 @@ ARGUMENTS to SERVER."
       (set-process-filter proc (lambda (p string)
                                  (process-put p 'nagent-held
                                               (cons string (process-get p 'nagent-held))))))
-    (process-put proc 'nagent-asking (1+ (or (process-get proc 'nagent-asking) 0)))
+    (cl-incf nagent--asking)
     (unwind-protect
         (funcall fn)
-      (process-put proc 'nagent-asking (1- (process-get proc 'nagent-asking)))
+      (cl-decf nagent--asking)
       (run-at-time 0 nil #'nagent--eglot-release-output proc))))
 
 (defun nagent--eglot-release-output (proc)
   "Give PROC's held output to its own filter, unless a question is still open."
-  (let ((filter (process-get proc 'nagent-filter)))
-    (when (and filter (zerop (or (process-get proc 'nagent-asking) 0)))
-      (let ((held (nreverse (process-get proc 'nagent-held))))
+  (when (zerop nagent--asking)
+    (let ((filter (process-get proc 'nagent-filter))
+          (held (nreverse (process-get proc 'nagent-held))))
+      (when filter
         (process-put proc 'nagent-filter nil)
         (process-put proc 'nagent-held nil)
         (set-process-filter proc filter)
         (when held
-          (funcall filter proc (apply #'concat held)))))))
+          (funcall filter proc (apply #'concat held)))))
+    (nagent--run-after-asking)))
 
 (defun nagent--eglot-held-output (server)
   "The output of SERVER held while a question is open (newest first)."

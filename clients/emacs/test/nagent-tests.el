@@ -59,6 +59,21 @@ may wait for another answer (the review reads its proposal so)."
       (should (cl-every #'stringp answers))
       (should (stringp (plist-get (nagent-status) :version))))))
 
+(ert-deftest nagent-callbacks-wait-for-an-open-question ()
+  "A request's end due while a question is open is handled after it (eglot
+holds the server's output meanwhile: a callback waiting for an answer there
+would wait for the question, and the question for it)."
+  (let ((nagent--asking 0) (nagent--after-asking nil) (calls nil))
+    (nagent--outside-filter (lambda (x) (push x calls)) 1)
+    (cl-incf nagent--asking)
+    (nagent--outside-filter (lambda (x) (push x calls)) 2)
+    (should (nagent-test-wait-for (lambda () (= (length nagent--after-asking) 2)) 10))
+    (should-not calls)
+    (cl-decf nagent--asking)
+    (nagent--run-after-asking)
+    (should (equal calls '(2 1)))
+    (should-not nagent--after-asking)))
+
 (ert-deftest nagent-history-buffer-shows-commits ()
   (nagent-test-with-file ()
     (nagent-test-require-command "nagent.history")

@@ -18,7 +18,7 @@ import pytest
 
 from nagent_lsp.config.settings import Settings
 from nagent_lsp.core.model import Message, ModelCancelled, ModelError, ModelNotConfigured, Usage
-from nagent_lsp.llm import openai_chat
+from nagent_lsp.llm import openai_chat, sse
 from nagent_lsp.llm.openai_chat import OpenAIChatModel
 from tests.harness.fake_openai import FakeOpenAI, drop, garbled, slow, status, text
 
@@ -507,6 +507,49 @@ async def test_key_never_in_logs_errors_or_repr(fake, caplog):
     assert {"openai", "httpcore2", "nagent_lsp"} <= names
     assert exc.__cause__ is None and exc.__context__ is None
     assert sync_exc.__cause__ is None and sync_exc.__context__ is None
+
+
+async def test_models_on_one_loop_share_a_client_and_its_connection(fake):
+    """Each run makes its own model; building the SDK's client costs 25-55 ms (issue 29's streaming row), so the
+    models of one loop and configuration share one, and a whole stream's connection goes back to its pool."""
+    fake.script(text("one"), text("two"), text("three"))
+    first, second = make_model(fake), make_model(fake)
+    assert (await first.complete(MESSAGES)).text == "one"
+    await first.aclose()
+    assert (await second.complete(MESSAGES)).text == "two"
+    other_key = OpenAIChatModel(Settings(model="m", baseUrl=fake.base_url), {"OPENAI_API_KEY": "sk-other"})
+    assert (await other_key.complete(MESSAGES)).text == "three"
+    peers = [r.peer for r in fake.chat_requests]
+    assert peers[0] == peers[1] and peers[2] != peers[0]  # another key: another client, never the same pool
+
+
+async def test_a_body_left_open_after_done_still_gives_the_whole_reply(fake, monkeypatch):
+    """A server that says [DONE] and keeps the body open: the reply is whole; only the connection is given up
+    (after DRAIN_WAIT), and the next request works on a new one."""
+    monkeypatch.setattr(sse, "DRAIN_WAIT", 0.2)
+    fake.script({"text": "all of it", "open_after_done": True}, text("next"))
+    model = make_model(fake)
+    assert (await model.complete(MESSAGES)).text == "all of it"
+    fake.wait_for_disconnects(1, timeout=60)
+    assert (await model.complete(MESSAGES)).text == "next"
+    peers = [r.peer for r in fake.chat_requests]
+    assert peers[0] != peers[1]
+
+
+def test_prepare_makes_the_client_before_the_first_call(fake):
+    """`prepare` (called as a run starts reading its context) makes the client in a worker thread; the first call
+    uses it, and the loop's other models too."""
+    fake.script(text("ready"))
+
+    async def run() -> tuple[str, bool]:
+        model = make_model(fake)
+        model.prepare()
+        model.prepare()  # once is enough: a second call does nothing
+        reply = await model.complete(MESSAGES)
+        shared = make_model(fake)._loop_client() is model._loop_client()
+        return reply.text, shared
+
+    assert asyncio.run(run()) == ("ready", True)
 
 
 # -- the fake itself -----------------------------------------------------------------------------------

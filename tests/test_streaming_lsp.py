@@ -150,3 +150,17 @@ def test_the_cli_does_not_stream_into_a_pipe_by_default(workspace, fake_model, m
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == ANSWER + "\n"  # what a script reading stdout always got
+
+
+async def test_runs_share_the_model_client_and_its_connection(workspace, isolated_home, fake_model, model_env):
+    """A run no longer builds its own SDK client (25-55 ms before its first request, the CA bundle loaded each
+    time): the next run on the server reuses the client, and its kept-alive connection."""
+    target = make_repo(workspace)
+    fake_model.script(*[{"text": f"<nagent-response>answer {i}</nagent-response>"} for i in range(3)])
+    async with open_editor("neovim", workspace, isolated_home, env=model_env) as editor:
+        uri = editor.open(target)
+        for i in range(3):
+            result = await editor.command("nagent.edit", {"uri": uri, "request": f"question {i}"})
+            assert result["response"] == f"answer {i}"
+    peers = [r.peer for r in fake_model.chat_requests]
+    assert len(peers) == 3 and len(set(peers)) == 1, peers

@@ -41,6 +41,8 @@ clients fail fast instead of retrying).
   connection is counted in ``disconnects`` (``wait_for_disconnects``). Chunk pacing by events, not sleeps;
   ``wait_for_chunks(n)`` blocks until n content chunks were sent in all. ``"hold_after": 0`` holds before the
   first content chunk (the role chunk is sent), a held stream never released is a stalled server.
+- ``{"open_after_done": true, "text": "…"}`` — a stream that sends ``[DONE]`` but keeps its body open until
+  ``release()`` (the client's end of the connection is watched and counted as for ``hold_after``).
 - ``{"stream_error": "overloaded", "text": "…"}`` — a stream whose content is followed by an error event
   (``data: {"error": {...}}``) instead of its end.
 - ``{"fault": "garbled"}`` — a 200 whose JSON body is cut off (in a stream: an event that is not JSON).
@@ -123,6 +125,7 @@ class RecordedRequest:
     authorization: bool
     body: Any = None
     time: float = field(default_factory=time.time)
+    peer: str = ""  # the client's address and port: one per connection (keep-alive reuses it)
 
     @property
     def messages(self) -> list[dict]:
@@ -333,7 +336,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "authorization"}
         return RecordedRequest(
-            self.command, self.path, headers, "authorization" in {k.lower() for k in self.headers}, body
+            self.command,
+            self.path,
+            headers,
+            "authorization" in {k.lower() for k in self.headers},
+            body,
+            peer=f"{self.client_address[0]}:{self.client_address[1]}",
         )
 
     def _send_json(self, code: int, payload: Any, extra_headers: Mapping[str, str] | None = None) -> None:
@@ -590,6 +598,8 @@ class _Handler(BaseHTTPRequestHandler):
                     )
                 )
             event("[DONE]")
+            if entry.get("open_after_done") and not self._hold():
+                return  # the client gave the connection up while the body was still open
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

@@ -185,4 +185,7 @@ class ChatModel(Protocol):
     ) -> Reply:
         """The blocking form, for worker threads."""
 
+    def prepare(self) -> None:
+        """Start getting ready for the first `complete` (on the event loop; returns at once)."""
+
     async def aclose(self) -> None: ...

@@ -203,6 +203,7 @@ class OpenAIChatModel:
         self._tokens_param = "max_completion_tokens" if is_openai else "max_tokens"
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._warming: asyncio.Future[Any] | None = None
 
     # -- public ----------------------------------------------------------------------------------------
 
@@ -236,6 +237,9 @@ class OpenAIChatModel:
         """
         self._require_configured()
         try:
+            if self._warming is not None:
+                warming, self._warming = self._warming, None
+                await asyncio.wait({warming})  # its failure is the next line's to raise, with our message
             return await self._complete(self._loop_client(), self._start(messages, stop, cancel, on_delta))
         except asyncio.CancelledError:
             raise _TaskCancelled("The model call was cancelled.") from None
@@ -254,10 +258,24 @@ class OpenAIChatModel:
         self._require_configured()
         return asyncio.run(self._complete_detached(self._start(messages, stop, None, on_delta), cancel))
 
+    def prepare(self) -> None:
+        """Start making this loop's client in a worker thread (the SDK's import in a new process, and the client:
+        25-55 ms) while the caller assembles what it will send; the first `complete` waits for it. Called on the
+        event loop; nothing when the model is not configured or its client is already there."""
+        loop = asyncio.get_running_loop()
+        if not self.configured or self._warming is not None or self._client_loop is loop:
+            return
+        key = self._client_key()
+        self._warming = loop.run_in_executor(None, _shared_client, loop, key, self._new_client)
+        # a run that ends before its first request never looks: its failure is not an unretrieved error
+        self._warming.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def _client_key(self) -> _ClientKey:
+        return (self.base_url or OPENAI_BASE_URL, self._key, self.request_timeout)
+
     async def aclose(self) -> None:
-        client, self._client, self._client_loop = self._client, None, None
-        if client is not None:
-            await client.close()
+        """This model is done: its (shared) client stays open for the next run on the loop (`_shared_client`)."""
+        self._client, self._client_loop = None, None
 
     # -- the call --------------------------------------------------------------------------------------
     # Failures become values (already redacted) inside the `except`, and are raised only outside it, so no
@@ -500,11 +518,46 @@ class OpenAIChatModel:
         )
 
     def _loop_client(self) -> openai.AsyncOpenAI:
-        # Connection pools are bound to the loop that made them: one client per running loop.
+        # Connection pools are bound to the loop that made them: one client per running loop, shared by every
+        # model of the process with the same endpoint, key and silence bound (`_shared_client`).
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client, self._client_loop = self._new_client(), loop
+            self._client, self._client_loop = _shared_client(loop, self._client_key(), self._new_client), loop
         return self._client
+
+
+# Building a client costs 25-55 ms (the SDK's TLS context loads the CA bundle even for a plain-HTTP endpoint), and
+# every run paid it before its first request while each run made its own: ~60 of the 85 ms of nagent's work before
+# the request in benchmarks/streaming.py. A client made once per event loop and configuration also keeps its
+# connections open between runs. Runs only drop their reference (`aclose`); a client is never closed under another
+# run's request. Bounded: past SHARED_CLIENTS configurations (settings changed that often), the oldest is forgotten
+# and the collector closes it once no run holds it.
+SHARED_CLIENTS = 8
+_ClientKey = tuple[str, "str | None", float]
+_shared: dict[tuple[int, _ClientKey], tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_client(
+    loop: asyncio.AbstractEventLoop, key: _ClientKey, make: Callable[[], openai.AsyncOpenAI]
+) -> openai.AsyncOpenAI:
+    """The client of `loop` for `key`, made with `make` when there is none. Called on the loop or, by `prepare`, in
+    a worker thread; the lock is not held while a client is made (the loop's thread must never wait that long)."""
+    with _shared_lock:
+        for stale in [k for k, (owner, _c) in _shared.items() if owner.is_closed()]:
+            del _shared[stale]  # a finished loop (a test's, a CLI run's): its pools can never be used again
+        found = _shared.get((id(loop), key))
+        if found is not None and found[0] is loop:
+            return found[1]
+    client = make()
+    with _shared_lock:
+        found = _shared.get((id(loop), key))
+        if found is not None and found[0] is loop:
+            return found[1]  # made meanwhile by another caller: one client per loop and configuration
+        _shared[(id(loop), key)] = (loop, client)
+        while len(_shared) > SHARED_CLIENTS:
+            del _shared[next(iter(_shared))]
+        return client
 
 
 def _stream_refusal(code: int, param: str | None, detail: str) -> str | None:
@@ -532,9 +585,11 @@ def _cached_tokens(usage: Any) -> int:
 async def _read_stream(response: Any, got: _Received, on_delta: Delta | None) -> None:
     """The body of a streaming response into `got`, its errors raised as the SDK's own stream raises them."""
     openai = _sdk()
+    lines = response.iter_lines()
     try:
-        async for chunk in sse.chunks(response.iter_lines()):
+        async for chunk in sse.chunks(lines):
             got.take(chunk, on_delta)
+        await sse.drain(lines)  # the connection goes back to the shared client's pool
     except sse.ErrorEvent as err:
         raise openai.APIError(err.message, request=response.http_request, body=err.body) from err
     except sse.timeouts() as err:

@@ -17,9 +17,12 @@ did from the SDK's models.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
+
+DRAIN_WAIT = 2.0  # seconds a body may stay open after `[DONE]` before its connection is given up
 
 
 class Chunk:
@@ -58,6 +61,20 @@ class ErrorEvent(Exception):
 def chunks(lines: AsyncIterator[str]) -> AsyncIterator[Chunk]:
     """The chunks of a streaming response's lines (`AsyncAPIResponse.iter_lines()`), until `[DONE]` or the end."""
     return _events(lines)
+
+
+async def drain(lines: AsyncIterator[str], wait: float | None = None) -> None:
+    """After `[DONE]`: read the body to its end (a server ends it there), as the SDK's own stream does, so the
+    client can reuse the connection for the next request (the runs of a server share one client). A server that
+    keeps the body open is left after `wait` seconds, and a connection that fails is left too: the reply was whole,
+    only the connection is not reused."""
+    given_up: tuple[type[BaseException], ...] = (TimeoutError, *transport_errors(), *timeouts())
+    try:
+        async with asyncio.timeout(DRAIN_WAIT if wait is None else wait):
+            async for _line in lines:
+                pass
+    except given_up:
+        pass
 
 
 def timeouts() -> tuple[type[BaseException], ...]:

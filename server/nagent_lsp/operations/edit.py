@@ -148,6 +148,7 @@ async def edit(
     agent = with_profile(session.settings, find_agent(session, session.state_root(path).path, args.agent), profile)
     settings = run_settings(session.settings, agent)  # the agent's model, temperature and maxSteps
     model = configured_model(settings, session.environ)
+    model.prepare()  # the SDK's client is made in a thread while the run reads its context
     attribution_run(settings, agent.name)  # issue 27: the ledger names the run's model and agent
     if applies_nothing(agent):
         finish = None  # plan/explain change nothing, not even the comment that asked for them

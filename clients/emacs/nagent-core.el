@@ -86,7 +86,9 @@ only says so in the echo area."
 Called with the MESSAGE (a string, possibly several lines: e.g. the
 shell command nagent wants to run) and the CHOICES (strings, e.g.
 \"Run once\" \"Always\" \"Deny\"); returns the chosen string, or nil for
-no answer (the server then refuses what it asked about)."
+no answer (the server then refuses what it asked about).  It must not
+wait for nagent-lsp: through eglot, the server's output is held until
+the question is answered."
   :type 'function)
 
 (defvar nagent-request-history nil

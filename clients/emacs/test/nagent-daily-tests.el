@@ -45,6 +45,13 @@
       (re-search-forward "^```$")
       (buffer-substring-no-properties beg (match-beginning 0)))))
 
+(defun nagent-test--write-tests-recipe (_repo home)
+  "Put the README's own `tests' recipe (write tests, run them) in HOME."
+  (nagent-test--write (expand-file-name ".nagent/recipes/tests.yaml" home)
+                      (nagent-test--readme-block
+                       (expand-file-name "README.md" nagent-test-repo-root)
+                       "Write tests for the selection, run them" "yaml")))
+
 (defun nagent-test--answer-text ()
   "Text of the *nagent* buffer, or \"\"."
   (if (get-buffer nagent-answer-buffer) (nagent-test-buffer-text nagent-answer-buffer) ""))
@@ -58,11 +65,7 @@ runs the README's own `tests' recipe: the fix step sees pytest's output."
   (nagent-test-with-file
       (:replies (list (list (cons 'text "from a import size\n\n\ndef test_size():\n    assert size([1, 2]) == 2\n"))
                       (list (cons 'text nagent-test-a-retries)))
-       :setup (lambda (_repo home)
-                (nagent-test--write (expand-file-name ".nagent/recipes/tests.yaml" home)
-                                    (nagent-test--readme-block
-                                     (expand-file-name "README.md" nagent-test-repo-root)
-                                     "Write tests for the selection, run them" "yaml"))))
+       :setup #'nagent-test--write-tests-recipe)
     (nagent-test-require-command "nagent.recipe.run")
     (let* ((asked nil)
            (res (cl-letf (((symbol-function 'completing-read)
@@ -85,11 +88,7 @@ runs the README's own `tests' recipe: the fix step sees pytest's output."
   "\"Deny\" refuses the command step: the run ends, the fix step never runs."
   (nagent-test-with-file
       (:replies (list (list (cons 'text "def test_x():\n    pass\n")))
-       :setup (lambda (_repo home)
-                (nagent-test--write (expand-file-name ".nagent/recipes/tests.yaml" home)
-                                    (nagent-test--readme-block
-                                     (expand-file-name "README.md" nagent-test-repo-root)
-                                     "Write tests for the selection, run them" "yaml"))))
+       :setup #'nagent-test--write-tests-recipe)
     (nagent-test-require-command "nagent.recipe.run")
     (let ((nagent-ask-function (lambda (_message choices)
                                  (should (member "Deny" choices))

@@ -17,11 +17,7 @@
 is answered, not inside the filter that asked it (jsonrpc 1.0.14)."
   (nagent-test-with-file
       (:replies (list (list (cons 'text "def test_x():\n    pass\n")))
-       :setup (lambda (_repo home)
-                (nagent-test--write (expand-file-name ".nagent/recipes/tests.yaml" home)
-                                    (nagent-test--readme-block
-                                     (expand-file-name "README.md" nagent-test-repo-root)
-                                     "Write tests for the selection, run them" "yaml"))))
+       :setup #'nagent-test--write-tests-recipe)
     (nagent-test-require-command "nagent.recipe.run")
     (let* ((server (cdr (nagent--connection)))
            (status nil)
